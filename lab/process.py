@@ -1,0 +1,158 @@
+"""Start processes in the background, remember their PID, stop them by PID.
+
+A PID file holds ``<pid> <start-time>`` (the start time from /proc, so a
+recycled PID is never mistaken for ours).  Nothing is ever stopped by name.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from lab.config import LabConfig
+
+
+class LabError(RuntimeError):
+    pass
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    # field 22 (starttime); the command name in field 2 may hold spaces
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _pidfile(cfg: LabConfig, name: str) -> Path:
+    return cfg.run / f"{name}.pid"
+
+
+def pid_of(cfg: LabConfig, name: str) -> int | None:
+    """The PID of a running lab process, or None (stale PID files are removed)."""
+    path = _pidfile(cfg, name)
+    try:
+        pid_s, started = path.read_text().split()
+        pid = int(pid_s)
+    except (OSError, ValueError):
+        return None
+    if _start_time(pid) != started:
+        path.unlink(missing_ok=True)
+        return None
+    return pid
+
+
+def start(
+    cfg: LabConfig,
+    name: str,
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike | None = None,
+    ready: Callable[[], bool] | None = None,
+    timeout: float = 60.0,
+) -> int:
+    """Start ``argv`` as lab process ``name`` unless it already runs; wait for ``ready``."""
+    pid = pid_of(cfg, name)
+    if pid is not None:
+        return pid
+    cfg.ensure()
+    log = open(cfg.logs / f"{name}.log", "ab")
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    proc = subprocess.Popen(
+        list(argv),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=full_env,
+        cwd=cwd,
+        start_new_session=True,
+    )
+    log.close()
+    started = _start_time(proc.pid)
+    _pidfile(cfg, name).write_text(f"{proc.pid} {started}\n")
+    if ready is not None:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if proc.poll() is not None:
+                _pidfile(cfg, name).unlink(missing_ok=True)
+                raise LabError(f"{name} exited with {proc.returncode} during start-up; see {cfg.logs / (name + '.log')}: {tail(cfg, name)}")
+            if time.monotonic() > deadline:
+                stop(cfg, name)
+                raise LabError(f"{name} not ready after {timeout:.0f}s; see {cfg.logs / (name + '.log')}: {tail(cfg, name)}")
+            time.sleep(0.2)
+    return proc.pid
+
+
+def stop(cfg: LabConfig, name: str, timeout: float = 15.0) -> bool:
+    """Stop lab process ``name`` (its whole process group) by PID. True if it was running."""
+    pid = pid_of(cfg, name)
+    if pid is None:
+        return False
+    started = _start_time(pid)
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            break
+        except PermissionError:
+            os.kill(pid, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            if _start_time(pid) != started:
+                break
+            time.sleep(0.1)
+        else:
+            continue
+        break
+    _pidfile(cfg, name).unlink(missing_ok=True)
+    return True
+
+
+def running(cfg: LabConfig) -> dict[str, int]:
+    """Every lab process with a live PID file."""
+    out = {}
+    for path in sorted(cfg.run.glob("*.pid")):
+        pid = pid_of(cfg, path.stem)
+        if pid is not None:
+            out[path.stem] = pid
+    return out
+
+
+def tail(cfg: LabConfig, name: str, lines: int = 15) -> str:
+    try:
+        return "\n".join((cfg.logs / f"{name}.log").read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def http_ok(url: str, timeout: float = 2.0, context=None, headers: Mapping[str, str] | None = None) -> bool:
+    req = urllib.request.Request(url, headers=dict(headers or {}))
+    try:
+        with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:
+            return 200 <= resp.status < 300
+    except (urllib.error.URLError, OSError, ValueError):
+        return False

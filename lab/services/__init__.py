@@ -1,0 +1,1 @@
+"""One module per lab service (see lab/__main__.py)."""
