@@ -1,0 +1,1 @@
+"""The object model: kinds, names, label selectors, conditions, validation."""

@@ -1,0 +1,1 @@
+"""The object store: one protocol (base.py), two implementations (sqlite, kubernetes)."""

@@ -1,0 +1,93 @@
+"""What both stores do the same way to an object before it is written."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import random
+
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, Forbidden, Invalid
+from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
+
+# The alphabet Kubernetes uses for generateName suffixes (no vowels, no 0/1/3).
+_SUFFIX = "bcdfghjklmnpqrstvwxz2456789"
+
+MUTABLE_META = ("labels", "annotations", "finalizers", "ownerReferences")
+
+
+def generate_name(prefix: str) -> str:
+    return prefix + "".join(random.choice(_SUFFIX) for _ in range(5))
+
+
+def merge_string_data(obj: dict) -> None:
+    """Secrets: stringData is write-only, merged over data as base64."""
+    string_data = obj.pop("stringData", None)
+    if string_data:
+        data = obj.setdefault("data", {}) or {}
+        for key, value in string_data.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+        obj["data"] = data
+
+
+def conflict(kind, name) -> Conflict:
+    return Conflict(
+        f'Operation cannot be fulfilled on {kind.plural}.{kind.group or "core"} "{name}": the object has been '
+        "modified; please apply your changes to the latest version and try again"
+    )
+
+
+def check_resource_version(obj: dict, stored_rv: int, kind) -> None:
+    given = (obj.get("metadata") or {}).get("resourceVersion")
+    if given in (None, ""):
+        return
+    try:
+        given_i = int(given)
+    except (TypeError, ValueError):
+        raise Invalid(f"invalid resourceVersion {given!r}", obj=meta.ref(obj), field="metadata.resourceVersion") from None
+    if given_i != stored_rv:
+        raise conflict(kind, obj["metadata"]["name"])
+
+
+def spec_part(obj: dict) -> str:
+    """Everything but metadata and status, canonically, to decide generation bumps."""
+    return json.dumps({k: v for k, v in obj.items() if k not in ("metadata", "status")}, sort_keys=True)
+
+
+def merged_update(stored: dict, obj: dict, kind) -> dict:
+    """The object an update of ``stored`` with ``obj`` produces (before rv/generation)."""
+    new = copy.deepcopy(obj)
+    new_md = {k: v for k, v in (obj.get("metadata") or {}).items() if k in MUTABLE_META and v not in (None, [], {})}
+    for key in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "generation"):
+        if key in stored["metadata"]:
+            new_md[key] = stored["metadata"][key]
+    new["metadata"] = new_md
+    if kind.status_subresource:
+        if "status" in stored:
+            new["status"] = copy.deepcopy(stored["status"])
+        else:
+            new.pop("status", None)
+    if kind.kind == "Secret":
+        merge_string_data(new)
+    old_fins = set(meta.finalizers(stored))
+    if meta.is_deleting(stored) and set(meta.finalizers(new)) - old_fins:
+        raise Forbidden(
+            f"no new finalizers can be added if the object is being deleted, found new finalizers "
+            f"{sorted(set(meta.finalizers(new)) - old_fins)}",
+            obj=meta.ref(stored),
+            field="metadata.finalizers",
+        )
+    if spec_part(new) != spec_part(stored):
+        new["metadata"]["generation"] = stored["metadata"].get("generation", 1) + 1
+    return new
+
+
+def same(a: dict, b: dict) -> bool:
+    strip = ("resourceVersion",)
+    ma = {k: v for k, v in a.get("metadata", {}).items() if k not in strip}
+    mb = {k: v for k, v in b.get("metadata", {}).items() if k not in strip}
+    if ma != mb:
+        return False
+    ra = {k: v for k, v in a.items() if k != "metadata"}
+    rb = {k: v for k, v in b.items() if k != "metadata"}
+    return ra == rb

@@ -1,0 +1,343 @@
+"""The embedded store: one sqlite file, safe for many processes and threads.
+
+WAL journal, ``BEGIN IMMEDIATE`` for every write (so a read-check-write is one
+serialised transaction), one global resourceVersion counter, file mode 0600
+(Secrets live here).  Labels and owner uids are indexed in side tables so
+selectors and garbage collection do not scan every object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import datetime
+import json
+import os
+import sqlite3
+import threading
+import uuid
+
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
+    AlreadyExists,
+    Forbidden,
+    Invalid,
+    NotFound,
+    StoreUnavailable,
+)
+from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, selectors
+from ansible_collections.baremetal.capi.plugins.module_utils.store import common
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS counter (id INTEGER PRIMARY KEY CHECK (id = 1), rv INTEGER NOT NULL);
+INSERT OR IGNORE INTO counter (id, rv) VALUES (1, 0);
+CREATE TABLE IF NOT EXISTS objects (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    name TEXT NOT NULL,
+    uid TEXT NOT NULL UNIQUE,
+    rv INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    UNIQUE (kind, namespace, name)
+);
+CREATE INDEX IF NOT EXISTS objects_ns ON objects (namespace);
+CREATE TABLE IF NOT EXISTS labels (
+    obj INTEGER NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (obj, key)
+);
+CREATE INDEX IF NOT EXISTS labels_kv ON labels (key, value);
+CREATE TABLE IF NOT EXISTS owners (
+    obj INTEGER NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+    owner_uid TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS owners_uid ON owners (owner_uid);
+CREATE INDEX IF NOT EXISTS owners_obj ON owners (obj);
+"""
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class SqliteStore:
+    kind_name = "sqlite"
+
+    def __init__(self, path: str):
+        self.path = os.path.abspath(os.path.expanduser(path))
+        folder = os.path.dirname(self.path)
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            if not os.path.exists(self.path):
+                os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+            os.chmod(self.path, 0o600)
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot create the sqlite store at {self.path}: {exc}") from exc
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._con().executescript("BEGIN IMMEDIATE;" + _SCHEMA + "COMMIT;")
+
+    # -- connections and transactions ------------------------------------
+
+    def _con(self) -> sqlite3.Connection:
+        con = getattr(self._local, "con", None)
+        if con is None:
+            try:
+                con = sqlite3.connect(self.path, timeout=120, isolation_level=None, check_same_thread=False)
+                con.execute("PRAGMA journal_mode=WAL")
+                con.execute("PRAGMA synchronous=NORMAL")
+                con.execute("PRAGMA foreign_keys=ON")
+                con.execute("PRAGMA busy_timeout=120000")
+            except sqlite3.Error as exc:
+                raise StoreUnavailable(f"cannot open the sqlite store at {self.path}: {exc}") from exc
+            self._local.con = con
+            with self._lock:
+                self._all.append(con)
+        return con
+
+    @contextlib.contextmanager
+    def _write(self):
+        con = self._con()
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            yield con
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            for con in self._all:
+                with contextlib.suppress(sqlite3.Error):
+                    con.close()
+            self._all.clear()
+        self._local = threading.local()
+
+    @staticmethod
+    def _next_rv(con) -> int:
+        con.execute("UPDATE counter SET rv = rv + 1 WHERE id = 1")
+        return con.execute("SELECT rv FROM counter WHERE id = 1").fetchone()[0]
+
+    # -- rows ---------------------------------------------------------------
+
+    @staticmethod
+    def _ns(kind: kinds.Kind, namespace: str | None) -> str:
+        return (namespace or "default") if kind.namespaced else ""
+
+    @staticmethod
+    def _load(body: str, rv: int) -> dict:
+        obj = json.loads(body)
+        obj["metadata"]["resourceVersion"] = str(rv)
+        return obj
+
+    def _row(self, con, kind: kinds.Kind, name: str, ns: str):
+        return con.execute(
+            "SELECT id, rv, body FROM objects WHERE kind = ? AND namespace = ? AND name = ?", (kind.key, ns, name)
+        ).fetchone()
+
+    def _save(self, con, obj_id, kind: kinds.Kind, obj: dict) -> dict:
+        """Insert (obj_id None) or replace an object with a new resourceVersion."""
+        rv = self._next_rv(con)
+        md = obj["metadata"]
+        md.pop("resourceVersion", None)
+        body = json.dumps(obj, sort_keys=True, separators=(",", ":"))
+        ns = md.get("namespace") or ""
+        if obj_id is None:
+            obj_id = con.execute(
+                "INSERT INTO objects (kind, namespace, name, uid, rv, body) VALUES (?, ?, ?, ?, ?, ?)",
+                (kind.key, ns, md["name"], md["uid"], rv, body),
+            ).lastrowid
+        else:
+            con.execute("UPDATE objects SET rv = ?, body = ? WHERE id = ?", (rv, body, obj_id))
+            con.execute("DELETE FROM labels WHERE obj = ?", (obj_id,))
+            con.execute("DELETE FROM owners WHERE obj = ?", (obj_id,))
+        con.executemany(
+            "INSERT INTO labels (obj, key, value) VALUES (?, ?, ?)",
+            [(obj_id, k, v) for k, v in (md.get("labels") or {}).items()],
+        )
+        con.executemany(
+            "INSERT INTO owners (obj, owner_uid) VALUES (?, ?)",
+            [(obj_id, r["uid"]) for r in md.get("ownerReferences") or []],
+        )
+        md["resourceVersion"] = str(rv)
+        return obj
+
+    # -- reads ----------------------------------------------------------------
+
+    def get(self, kind, name: str, namespace: str | None = None) -> dict:
+        k = kinds.resolve(kind)
+        if not name:
+            raise Invalid("name is required", obj=k.kind, field="metadata.name")
+        row = self._row(self._con(), k, name, self._ns(k, namespace))
+        if row is None:
+            raise NotFound(f'{k.plural}.{k.group or "core"} "{name}" not found', obj=f"{k.kind} {self._ns(k, namespace) + '/' if k.namespaced else ''}{name}")
+        return self._load(row[2], row[1])
+
+    def list(self, kind, namespace: str | None = None, label_selector=None) -> list[dict]:
+        k = kinds.resolve(kind)
+        sel = selectors.parse(label_selector, where="label_selector")
+        sql = "SELECT rv, body FROM objects WHERE kind = ?"
+        args: list = [k.key]
+        if namespace is not None and k.namespaced:
+            sql += " AND namespace = ?"
+            args.append(namespace)
+        for key, value in sel.equalities().items():
+            sql += " AND id IN (SELECT obj FROM labels WHERE key = ? AND value = ?)"
+            args += [key, value]
+        sql += " ORDER BY namespace, name"
+        out = []
+        for rv, body in self._con().execute(sql, args):
+            obj = self._load(body, rv)
+            if sel.matches(obj["metadata"].get("labels")):
+                out.append(obj)
+        return out
+
+    # -- writes ---------------------------------------------------------------
+
+    def create(self, obj: dict) -> dict:
+        obj = copy.deepcopy(obj)
+        k = meta.validate_object(obj, for_create=True)
+        md = obj["metadata"]
+        if md.get("resourceVersion"):
+            raise Invalid("resourceVersion should not be set on objects to be created", obj=meta.ref(obj),
+                          field="metadata.resourceVersion")
+        for key in ("uid", "deletionTimestamp", "creationTimestamp", "generation"):
+            md.pop(key, None)
+        for key in common.MUTABLE_META:
+            if md.get(key) in ([], {}):
+                md.pop(key)
+        obj["apiVersion"] = k.api_version
+        if k.status_subresource and not k.status_on_create:
+            obj.pop("status", None)
+        if k.kind == "Secret":
+            common.merge_string_data(obj)
+        with self._write() as con:
+            if not md.get("name"):
+                md["name"] = common.generate_name(md.pop("generateName"))
+            if k.namespaced:
+                self._ensure_namespace(con, md["namespace"], obj)
+            if self._row(con, k, md["name"], self._ns(k, md.get("namespace"))) is not None:
+                raise AlreadyExists(f'{k.plural}.{k.group or "core"} "{md["name"]}" already exists', obj=meta.ref(obj))
+            md.update(uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1)
+            if k.kind == "Namespace":
+                obj.setdefault("status", {})["phase"] = "Active"
+            return self._save(con, None, k, obj)
+
+    def _ensure_namespace(self, con, ns: str, obj: dict) -> None:
+        nsk = kinds.resolve("Namespace")
+        row = self._row(con, nsk, ns, "")
+        if row is None:
+            ns_obj = meta.new("Namespace", ns, namespace=None)
+            ns_obj["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1)
+            ns_obj["status"] = {"phase": "Active"}
+            self._save(con, None, nsk, ns_obj)
+        elif json.loads(row[2])["metadata"].get("deletionTimestamp"):
+            raise Forbidden(f"unable to create new content in namespace {ns} because it is being terminated",
+                            obj=meta.ref(obj))
+
+    def update(self, obj: dict) -> dict:
+        return self._update(obj, status=False)
+
+    def update_status(self, obj: dict) -> dict:
+        return self._update(obj, status=True)
+
+    def _update(self, obj: dict, status: bool) -> dict:
+        k = meta.validate_object(obj, for_create=False)
+        if status and not k.status_subresource:
+            raise Invalid(f"{k.kind} has no status subresource", obj=meta.ref(obj), field="status")
+        md = obj["metadata"]
+        with self._write() as con:
+            row = self._row(con, k, md["name"], self._ns(k, md.get("namespace")))
+            if row is None:
+                raise NotFound(f'{k.plural}.{k.group or "core"} "{md["name"]}" not found', obj=meta.ref(obj))
+            obj_id, rv, body = row
+            stored = self._load(body, rv)
+            common.check_resource_version(obj, rv, k)
+            if status:
+                new = copy.deepcopy(stored)
+                if obj.get("status") is None:
+                    new.pop("status", None)
+                else:
+                    new["status"] = copy.deepcopy(obj["status"])
+            else:
+                new = common.merged_update(stored, obj, k)
+                new["apiVersion"] = k.api_version
+            if common.same(new, stored):
+                return stored
+            if meta.is_deleting(new) and not meta.finalizers(new):
+                self._save(con, obj_id, k, new)
+                self._remove(con, obj_id, k, new)
+                return new
+            return self._save(con, obj_id, k, new)
+
+    def delete(self, kind, name: str, namespace: str | None = None) -> dict | None:
+        k = kinds.resolve(kind)
+        with self._write() as con:
+            row = self._row(con, k, name, self._ns(k, namespace))
+            if row is None:
+                raise NotFound(f'{k.plural}.{k.group or "core"} "{name}" not found',
+                               obj=f"{k.kind} {self._ns(k, namespace) + '/' if k.namespaced else ''}{name}")
+            return self._delete_row(con, row, k)
+
+    def _delete_row(self, con, row, k: kinds.Kind) -> dict | None:
+        obj_id, rv, body = row
+        obj = self._load(body, rv)
+        if k.kind == "Namespace":
+            return self._delete_namespace(con, obj_id, obj)
+        if meta.finalizers(obj):
+            if not meta.is_deleting(obj):
+                obj["metadata"]["deletionTimestamp"] = _now()
+                obj = self._save(con, obj_id, k, obj)
+            return obj
+        self._remove(con, obj_id, k, obj)
+        return None
+
+    def _delete_namespace(self, con, obj_id, obj) -> dict | None:
+        name = obj["metadata"]["name"]
+        if not meta.is_deleting(obj):
+            obj["metadata"]["deletionTimestamp"] = _now()
+            obj.setdefault("status", {})["phase"] = "Terminating"
+            obj = self._save(con, obj_id, kinds.resolve("Namespace"), obj)
+        rows = con.execute("SELECT id, rv, body, kind FROM objects WHERE namespace = ?", (name,)).fetchall()
+        for oid, orv, obody, okind in rows:
+            if con.execute("SELECT 1 FROM objects WHERE id = ?", (oid,)).fetchone():
+                self._delete_row(con, (oid, orv, obody), kinds.BY_KEY[okind])
+        return self._finish_namespace(con, name)
+
+    def _finish_namespace(self, con, name: str) -> dict | None:
+        row = self._row(con, kinds.resolve("Namespace"), name, "")
+        if row is None:
+            return None
+        ns_obj = self._load(row[2], row[1])
+        if not meta.is_deleting(ns_obj):
+            return ns_obj
+        if con.execute("SELECT 1 FROM objects WHERE namespace = ? LIMIT 1", (name,)).fetchone():
+            return ns_obj
+        con.execute("DELETE FROM objects WHERE id = ?", (row[0],))
+        return None
+
+    def _remove(self, con, obj_id, k: kinds.Kind, obj: dict) -> None:
+        """Remove an object and collect the garbage it leaves, as Kubernetes' GC would."""
+        uid = obj["metadata"]["uid"]
+        con.execute("DELETE FROM objects WHERE id = ?", (obj_id,))
+        dependents = con.execute(
+            "SELECT DISTINCT o.id, o.rv, o.body, o.kind FROM owners w JOIN objects o ON o.id = w.obj "
+            "WHERE w.owner_uid = ?",
+            (uid,),
+        ).fetchall()
+        for dep_id, dep_rv, dep_body, dep_kind in dependents:
+            dep = self._load(dep_body, dep_rv)
+            refs = dep["metadata"].get("ownerReferences") or []
+            alive = [r for r in refs if r["uid"] != uid and con.execute(
+                "SELECT 1 FROM objects WHERE uid = ?", (r["uid"],)).fetchone()]
+            dk = kinds.BY_KEY[dep_kind]
+            if alive:
+                dep["metadata"]["ownerReferences"] = alive
+                self._save(con, dep_id, dk, dep)
+            elif con.execute("SELECT 1 FROM objects WHERE id = ?", (dep_id,)).fetchone():
+                self._delete_row(con, (dep_id, dep_rv, dep_body), dk)
+        if k.namespaced:
+            self._finish_namespace(con, obj["metadata"]["namespace"])
