@@ -87,10 +87,15 @@ def start(
         while not ready():
             if proc.poll() is not None:
                 _pidfile(cfg, name).unlink(missing_ok=True)
-                raise LabError(f"{name} exited with {proc.returncode} during start-up; see {cfg.logs / (name + '.log')}: {tail(cfg, name)}")
+                raise LabError(
+                    f"{name} exited with {proc.returncode} during start-up; "
+                    f"see {cfg.logs / (name + '.log')}: {tail(cfg, name)}"
+                )
             if time.monotonic() > deadline:
                 stop(cfg, name)
-                raise LabError(f"{name} not ready after {timeout:.0f}s; see {cfg.logs / (name + '.log')}: {tail(cfg, name)}")
+                raise LabError(
+                    f"{name} not ready after {timeout:.0f}s; see {cfg.logs / (name + '.log')}: {tail(cfg, name)}"
+                )
             time.sleep(0.2)
     return proc.pid
 

@@ -37,7 +37,7 @@ class Lab:
         self.started: list[str] = []
         self.info: dict[str, dict] = {}
 
-    def need(self, *names: str) -> "Lab":
+    def need(self, *names: str) -> Lab:
         import importlib
 
         for name in names:

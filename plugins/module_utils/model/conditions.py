@@ -12,8 +12,8 @@ TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
 
 
 def now_rfc3339(clock=None) -> str:
-    t = clock() if clock else datetime.datetime.now(datetime.timezone.utc)
-    return t.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    t = clock() if clock else datetime.datetime.now(datetime.UTC)
+    return t.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def get(obj: dict, ctype: str) -> dict | None:

@@ -112,7 +112,9 @@ def resolve(kind, api_version: str | None = None) -> Kind:
         group, _, version = api_version.rpartition("/")
         found = BY_KEY.get(f"{kind}.{group}" if group else kind)
         if found is None:
-            raise UnknownKind(f"unknown kind {kind!r} in apiVersion {api_version!r}; known: {', '.join(sorted(BY_KEY))}")
+            raise UnknownKind(
+                f"unknown kind {kind!r} in apiVersion {api_version!r}; known: {', '.join(sorted(BY_KEY))}"
+            )
         if found.version != version:
             # Older served versions convert on input (see model.convert); the
             # group decides the kind.

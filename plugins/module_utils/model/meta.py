@@ -93,8 +93,11 @@ def set_owner(obj: dict, owner: dict, controller: bool = False) -> bool:
     refs = obj.setdefault("metadata", {}).setdefault("ownerReferences", [])
     new = owner_reference(owner, controller=controller)
     for i, r in enumerate(refs):
-        if r.get("uid") == new["uid"] or (r.get("kind") == new["kind"] and r.get("name") == new["name"]
-                                          and r.get("apiVersion", "").split("/")[0] == new["apiVersion"].split("/")[0]):
+        if r.get("uid") == new["uid"] or (
+            r.get("kind") == new["kind"]
+            and r.get("name") == new["name"]
+            and r.get("apiVersion", "").split("/")[0] == new["apiVersion"].split("/")[0]
+        ):
             if r == new:
                 return False
             refs[i] = new
@@ -191,7 +194,8 @@ def validate_object(obj: dict, *, for_create: bool) -> kinds.Kind:
         for i, r in enumerate(refs):
             if not isinstance(r, dict) or not all(r.get(f) for f in ("apiVersion", "kind", "name", "uid")):
                 raise Invalid(
-                    "each owner reference needs apiVersion, kind, name and uid", obj=where,
+                    "each owner reference needs apiVersion, kind, name and uid",
+                    obj=where,
                     field=f"metadata.ownerReferences[{i}]",
                 )
     if k.kind == "Secret":

@@ -153,7 +153,11 @@ class Selector:
 
     def equalities(self) -> dict:
         """key -> value for the requirements a store can look up in an index."""
-        return {r.key: r.values[0] for r in self.requirements if r.operator == EQUALS or (r.operator == IN and len(r.values) == 1)}
+        return {
+            r.key: r.values[0]
+            for r in self.requirements
+            if r.operator == EQUALS or (r.operator == IN and len(r.values) == 1)
+        }
 
     def __bool__(self) -> bool:
         return bool(self.requirements)

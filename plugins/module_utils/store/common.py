@@ -44,7 +44,9 @@ def check_resource_version(obj: dict, stored_rv: int, kind) -> None:
     try:
         given_i = int(given)
     except (TypeError, ValueError):
-        raise Invalid(f"invalid resourceVersion {given!r}", obj=meta.ref(obj), field="metadata.resourceVersion") from None
+        raise Invalid(
+            f"invalid resourceVersion {given!r}", obj=meta.ref(obj), field="metadata.resourceVersion"
+        ) from None
     if given_i != stored_rv:
         raise conflict(kind, obj["metadata"]["name"])
 

@@ -58,7 +58,7 @@ CREATE INDEX IF NOT EXISTS owners_obj ON owners (obj);
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class SqliteStore:
@@ -133,6 +133,10 @@ class SqliteStore:
         obj["metadata"]["resourceVersion"] = str(rv)
         return obj
 
+    def _not_found(self, k: kinds.Kind, name: str, namespace: str | None) -> NotFound:
+        where = f"{k.kind} {self._ns(k, namespace) + '/' if k.namespaced else ''}{name}"
+        return NotFound(f'{k.plural}.{k.group or "core"} "{name}" not found', obj=where)
+
     def _row(self, con, kind: kinds.Kind, name: str, ns: str):
         return con.execute(
             "SELECT id, rv, body FROM objects WHERE kind = ? AND namespace = ? AND name = ?", (kind.key, ns, name)
@@ -173,7 +177,7 @@ class SqliteStore:
             raise Invalid("name is required", obj=k.kind, field="metadata.name")
         row = self._row(self._con(), k, name, self._ns(k, namespace))
         if row is None:
-            raise NotFound(f'{k.plural}.{k.group or "core"} "{name}" not found', obj=f"{k.kind} {self._ns(k, namespace) + '/' if k.namespaced else ''}{name}")
+            raise self._not_found(k, name, namespace)
         return self._load(row[2], row[1])
 
     def list(self, kind, namespace: str | None = None, label_selector=None) -> list[dict]:
@@ -202,8 +206,11 @@ class SqliteStore:
         k = meta.validate_object(obj, for_create=True)
         md = obj["metadata"]
         if md.get("resourceVersion"):
-            raise Invalid("resourceVersion should not be set on objects to be created", obj=meta.ref(obj),
-                          field="metadata.resourceVersion")
+            raise Invalid(
+                "resourceVersion should not be set on objects to be created",
+                obj=meta.ref(obj),
+                field="metadata.resourceVersion",
+            )
         for key in ("uid", "deletionTimestamp", "creationTimestamp", "generation"):
             md.pop(key, None)
         for key in common.MUTABLE_META:
@@ -235,8 +242,9 @@ class SqliteStore:
             ns_obj["status"] = {"phase": "Active"}
             self._save(con, None, nsk, ns_obj)
         elif json.loads(row[2])["metadata"].get("deletionTimestamp"):
-            raise Forbidden(f"unable to create new content in namespace {ns} because it is being terminated",
-                            obj=meta.ref(obj))
+            raise Forbidden(
+                f"unable to create new content in namespace {ns} because it is being terminated", obj=meta.ref(obj)
+            )
 
     def update(self, obj: dict) -> dict:
         return self._update(obj, status=False)
@@ -278,8 +286,7 @@ class SqliteStore:
         with self._write() as con:
             row = self._row(con, k, name, self._ns(k, namespace))
             if row is None:
-                raise NotFound(f'{k.plural}.{k.group or "core"} "{name}" not found',
-                               obj=f"{k.kind} {self._ns(k, namespace) + '/' if k.namespaced else ''}{name}")
+                raise self._not_found(k, name, namespace)
             return self._delete_row(con, row, k)
 
     def _delete_row(self, con, row, k: kinds.Kind) -> dict | None:
@@ -331,8 +338,11 @@ class SqliteStore:
         for dep_id, dep_rv, dep_body, dep_kind in dependents:
             dep = self._load(dep_body, dep_rv)
             refs = dep["metadata"].get("ownerReferences") or []
-            alive = [r for r in refs if r["uid"] != uid and con.execute(
-                "SELECT 1 FROM objects WHERE uid = ?", (r["uid"],)).fetchone()]
+            alive = [
+                r
+                for r in refs
+                if r["uid"] != uid and con.execute("SELECT 1 FROM objects WHERE uid = ?", (r["uid"],)).fetchone()
+            ]
             dk = kinds.BY_KEY[dep_kind]
             if alive:
                 dep["metadata"]["ownerReferences"] = alive
