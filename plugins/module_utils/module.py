@@ -1,0 +1,228 @@
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The base class of every baremetal.capi module.
+
+In the style of openstack.cloud's ``OpenStackModule`` and amazon.aws's
+``AnsibleAWSModule``: it merges the common options (``store``, and the MAAS
+connection when asked), opens the store once, and turns every engine error into
+one ``fail_json(msg=...)``.  A module is a page::
+
+    from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule
+    from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import machine
+
+    def main():
+        module = CapiModule(argument_spec=dict(name=dict(type="str", required=True)))
+        with module.errors():
+            before = module.store.get("Metal3Machine", module.params["name"], module.namespace)
+            after = machine.update(module.store, before, check=module.check_mode)
+            module.exit(changed=after != before, before=before, after=after, object=after)
+
+    if __name__ == "__main__":
+        main()
+
+Secrets: ``store.api_key`` and ``maas_api_key`` are ``no_log``, also when they
+come from the environment; ``exit``/``mask`` replace Secret data with a mask.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.parsing.convert_bool import boolean
+
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError
+
+# The string Ansible itself puts where a no_log value was.
+MASK = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
+
+# Secret values shorter than this are masked in objects but not registered as
+# no_log values: Ansible replaces every occurrence of a no_log value anywhere
+# in the output, and a one-letter value would mangle the whole result.
+_MIN_NO_LOG_LEN = 4
+
+# store sub-option -> the variable AWX's Kubernetes credential (and
+# kubernetes.core) sets.  Read only when the store is kubernetes, so that a
+# K8S_AUTH_* variable in the environment does not break the sqlite store.
+K8S_ENV = {
+    "kubeconfig": "K8S_AUTH_KUBECONFIG",
+    "context": "K8S_AUTH_CONTEXT",
+    "host": "K8S_AUTH_HOST",
+    "api_key": "K8S_AUTH_API_KEY",
+    "ca_cert": "K8S_AUTH_SSL_CA_CERT",
+    "validate_certs": "K8S_AUTH_VERIFY_SSL",
+}
+STORE_KIND_ENV = "BAREMETAL_CAPI_STORE_KIND"
+STORE_PATH_ENV = "BAREMETAL_CAPI_STORE_PATH"
+
+
+def store_argument_spec() -> dict:
+    return dict(
+        store=dict(
+            type="dict",
+            apply_defaults=True,
+            options=dict(
+                kind=dict(type="str", choices=["sqlite", "kubernetes"]),
+                path=dict(type="path"),
+                kubeconfig=dict(type="path"),
+                context=dict(type="str"),
+                host=dict(type="str"),
+                api_key=dict(type="str", no_log=True),
+                ca_cert=dict(type="path", aliases=["ssl_ca_cert"]),
+                validate_certs=dict(type="bool", aliases=["verify_ssl"]),
+                namespace=dict(type="str"),
+            ),
+        )
+    )
+
+
+def maas_argument_spec() -> dict:
+    from ansible.module_utils.basic import env_fallback
+
+    return dict(
+        maas_url=dict(type="str", fallback=(env_fallback, ["MAAS_URL"])),
+        maas_api_key=dict(type="str", no_log=True, fallback=(env_fallback, ["MAAS_API_KEY"])),
+        maas_validate_certs=dict(type="bool", default=True),
+    )
+
+
+def mask(obj, reveal: bool = False):
+    """A copy of an object (or list of objects) with Secret data replaced by MASK."""
+    if isinstance(obj, list):
+        return [mask(o, reveal) for o in obj]
+    if reveal or not isinstance(obj, dict) or obj.get("kind") != "Secret":
+        return copy.deepcopy(obj)
+    out = copy.deepcopy(obj)
+    for field in ("data", "stringData"):
+        if isinstance(out.get(field), dict):
+            out[field] = {k: MASK for k in out[field]}
+    return out
+
+
+def secret_values(obj) -> list[str]:
+    """Every value of a Secret's data (as stored, base64) and stringData, to register as no_log."""
+    if isinstance(obj, list):
+        return [v for o in obj for v in secret_values(o)]
+    if not isinstance(obj, dict) or obj.get("kind") != "Secret":
+        return []
+    values = []
+    for field in ("data", "stringData"):
+        for value in (obj.get(field) or {}).values():
+            if isinstance(value, str) and len(value) >= _MIN_NO_LOG_LEN:
+                values.append(value)
+    return values
+
+
+class CapiModule(AnsibleModule):
+    """AnsibleModule plus the collection's common options, store and error path."""
+
+    def __init__(self, argument_spec=None, supports_check_mode=True, store=True, maas=False, **kwargs):
+        spec = {}
+        if store:
+            spec.update(store_argument_spec())
+        if maas:
+            spec.update(maas_argument_spec())
+        spec.update(argument_spec or {})
+        super().__init__(argument_spec=spec, supports_check_mode=supports_check_mode, **kwargs)
+        self._store = None
+        self._has_store = store
+
+    # -- options -------------------------------------------------------------
+
+    def store_options(self) -> dict:
+        """The ``store`` option with kind resolved and the K8S_AUTH_* fallbacks applied."""
+        given = dict(self.params.get("store") or {})
+        kind = given.get("kind") or os.environ.get(STORE_KIND_ENV) or "sqlite"
+        given["kind"] = kind
+        if kind == "sqlite":
+            given["path"] = given.get("path") or os.environ.get(STORE_PATH_ENV) or None
+        elif kind == "kubernetes":
+            for option, env in K8S_ENV.items():
+                if given.get(option) is None and os.environ.get(env):
+                    value = os.environ[env]
+                    if option == "validate_certs":
+                        value = boolean(value, strict=False)
+                    elif option == "api_key":
+                        self.no_log_values.add(value)
+                    given[option] = value
+        return given
+
+    @property
+    def namespace(self) -> str:
+        """The namespace a module works in when its task names none: ``store.namespace`` or ``default``."""
+        return (self.params.get("store") or {}).get("namespace") or "default"
+
+    def maas_options(self) -> dict:
+        """``url``, ``api_key``, ``validate_certs`` of the MAAS connection; fails when one is missing."""
+        url, key = self.params.get("maas_url"), self.params.get("maas_api_key")
+        missing = [name for name, value in (("maas_url", url), ("maas_api_key", key)) if not value]
+        if missing:
+            self.fail_json(msg=f"{' and '.join(missing)} required (or the MAAS_URL / MAAS_API_KEY variables)")
+        return dict(url=url, api_key=key, validate_certs=self.params.get("maas_validate_certs", True))
+
+    # -- the store -----------------------------------------------------------
+
+    @property
+    def store(self):
+        """The object store, opened on first use."""
+        if not self._has_store:
+            raise RuntimeError("this module was created with store=False")
+        if self._store is None:
+            from ansible_collections.baremetal.capi.plugins.module_utils.store.base import open_store
+
+            self._store = open_store(self.store_options())
+        return self._store
+
+    def close_store(self) -> None:
+        if self._store is not None:
+            store, self._store = self._store, None
+            store.close()
+
+    # -- results -------------------------------------------------------------
+
+    def no_log_secrets(self, *objects) -> None:
+        """Register the data of any Secret among ``objects`` as no_log values."""
+        for obj in objects:
+            self.no_log_values.update(secret_values(obj))
+
+    def exit(self, changed: bool, before=None, after=None, **result):
+        """exit_json with ``changed``, ``diff`` (only when asked) and Secret data masked."""
+        self.no_log_secrets(before, after, *result.values())
+        if self._diff:
+            result["diff"] = dict(before=mask(before) if before is not None else {},
+                                  after=mask(after) if after is not None else {})
+        result = {k: mask(v) for k, v in result.items()}
+        self.close_store()
+        self.exit_json(changed=bool(changed), **result)
+
+    def fail(self, msg: str, **result):
+        self.close_store()
+        self.fail_json(msg=msg, **{k: mask(v) for k, v in result.items()})
+
+    # -- the one error path ----------------------------------------------------
+
+    @contextlib.contextmanager
+    def errors(self):
+        """Turn any engine error raised in the block into one fail_json.
+
+        A CapiError becomes its message (which names the object and field);
+        anything else is a bug: its type and message, plus a traceback when
+        Ansible runs with -vvv or ANSIBLE_DEBUG.
+        """
+        try:
+            yield self
+        except CapiError as exc:
+            self.fail(str(exc), error=type(exc).__name__)
+        except Exception as exc:  # pylint: disable=broad-exception-caught
+            extra = {}
+            if self._debug or self._verbosity >= 3:
+                extra["exception"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=8))
+            self.fail(f"unexpected error: {type(exc).__name__}: {exc}", **extra)
+
+    def run(self, fn, *args, **kwargs):
+        """Call ``fn(*args, **kwargs)`` inside ``errors()`` and return what it returns."""
+        with self.errors():
+            return fn(*args, **kwargs)
