@@ -97,9 +97,17 @@ def _go_env() -> dict:
 def _go(*args: str, capture: bool = False) -> str:
     go = shutil.which("go")
     if go is None:
-        raise BuildError("the Go toolchain ('go') is not on PATH; it is needed once, to build the lab's Kubernetes binaries")
+        raise BuildError(
+            "the Go toolchain ('go') is not on PATH; it is needed once, to build the lab's Kubernetes binaries"
+        )
     proc = subprocess.run(
-        [go, *args], cwd=HERE, env=_go_env(), text=True, stdout=subprocess.PIPE if capture else None, stderr=None
+        [go, *args],
+        check=False,
+        cwd=HERE,
+        env=_go_env(),
+        text=True,
+        stdout=subprocess.PIPE if capture else None,
+        stderr=None,
     )
     if proc.returncode != 0:
         raise BuildError(f"go {' '.join(args)} failed with exit code {proc.returncode}")
@@ -116,11 +124,11 @@ def upstream_gomod(k8s_version: str = K8S_VERSION) -> str:
 
 def staging_modules(gomod: str) -> list[str]:
     """Every k8s.io module k8s.io/kubernetes requires at v0.0.0 (its staging folders)."""
-    return sorted(set(re.findall(r"^\s*(k8s\.io/[\w.-]+) v0\.0\.0(?:\s|$)", gomod, flags=re.M)))
+    return sorted(set(re.findall(r"^\s*(k8s\.io/[\w.-]+) v0\.0\.0(?:\s|$)", gomod, flags=re.MULTILINE)))
 
 
 def go_directive(gomod: str) -> str:
-    m = re.search(r"^go (\S+)", gomod, flags=re.M)
+    m = re.search(r"^go (\S+)", gomod, flags=re.MULTILINE)
     if not m:
         raise BuildError("k8s.io/kubernetes go.mod has no go directive")
     return m.group(1)
@@ -144,14 +152,17 @@ def render_gomod(gomod: str) -> str:
 
 
 def _replace_block(text: str) -> list[str]:
-    m = re.search(r"^replace \(\n(.*?)^\)", text, flags=re.M | re.S)
+    m = re.search(r"^replace \(\n(.*?)^\)", text, flags=re.MULTILINE | re.DOTALL)
     return sorted(line.strip() for line in m.group(1).splitlines() if line.strip()) if m else []
 
 
 def _in_step(current: str, wanted: str) -> bool:
     """True when the committed go.mod already pins what ``wanted`` pins."""
-    for pin in (f"go.etcd.io/etcd/server/v3 {ETCD_VERSION}", f"k8s.io/kubernetes {K8S_VERSION}"):
-        if not re.search(rf"^\s*{re.escape(pin)}\s*$", current, flags=re.M):
+    for pin in (
+        f"go.etcd.io/etcd/server/v3 {ETCD_VERSION}",
+        f"k8s.io/kubernetes {K8S_VERSION}",
+    ):
+        if not re.search(rf"^\s*{re.escape(pin)}\s*$", current, flags=re.MULTILINE):
             return False
     return _replace_block(current) == _replace_block(wanted)
 
@@ -171,7 +182,12 @@ def sync_module() -> bool:
 def _ldflags() -> str:
     # What hack/lib/version.sh stamps, so /version reports the release and not v0.0.0-master.
     major, minor = K8S_VERSION[1:].split(".")[:2]
-    values = {"gitVersion": K8S_VERSION, "gitMajor": major, "gitMinor": minor, "gitTreeState": "clean"}
+    values = {
+        "gitVersion": K8S_VERSION,
+        "gitMajor": major,
+        "gitMinor": minor,
+        "gitTreeState": "clean",
+    }
     flags = ["-s", "-w"]
     for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
         flags += [f"-X {pkg}.{key}={val}" for key, val in values.items()]
@@ -215,7 +231,11 @@ def build(cfg, force: bool = False, log=print) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lab.kube_build.build", description=__doc__.split("\n\n")[0])
     parser.add_argument("--force", action="store_true", help="rebuild even when cached")
-    parser.add_argument("--print-gomod", action="store_true", help="print the generated go.mod (before tidy) and exit")
+    parser.add_argument(
+        "--print-gomod",
+        action="store_true",
+        help="print the generated go.mod (before tidy) and exit",
+    )
     args = parser.parse_args(argv)
     if args.print_gomod:
         print(render_gomod(upstream_gomod()), end="")

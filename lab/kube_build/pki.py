@@ -26,7 +26,11 @@ def new_key() -> rsa.RSAPrivateKey:
 
 
 def key_pem(key) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
 
 
 def public_pem(key) -> bytes:
@@ -45,7 +49,7 @@ def _name(cn: str, orgs=()) -> x509.Name:
 def new_ca(cn: str = "kubernetes") -> tuple[bytes, bytes]:
     """A self-signed CA: (cert PEM, key PEM)."""
     key = new_key()
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(_name(cn))
@@ -56,7 +60,8 @@ def new_ca(cn: str = "kubernetes") -> tuple[bytes, bytes]:
         .not_valid_after(now + _TEN_YEARS)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
-            x509.KeyUsage(True, False, True, False, False, True, True, False, False), critical=True
+            x509.KeyUsage(True, False, True, False, False, True, True, False, False),
+            critical=True,
         )  # digitalSignature, keyEncipherment, keyCertSign, cRLSign
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
@@ -65,13 +70,20 @@ def new_ca(cn: str = "kubernetes") -> tuple[bytes, bytes]:
 
 
 def issue(
-    ca_cert: bytes, ca_key: bytes, cn: str, *, orgs=(), ips=(), dns=(), server: bool = False
+    ca_cert: bytes,
+    ca_key: bytes,
+    cn: str,
+    *,
+    orgs=(),
+    ips=(),
+    dns=(),
+    server: bool = False,
 ) -> tuple[bytes, bytes]:
     """A leaf certificate signed by the CA: (cert PEM, key PEM).  ``server`` for serving, else client."""
     ca = x509.load_pem_x509_certificate(ca_cert)
     signer = serialization.load_pem_private_key(ca_key, password=None)
     key = new_key()
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
     builder = (
         x509.CertificateBuilder()
@@ -82,9 +94,15 @@ def issue(
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(min(now + _TEN_YEARS, ca.not_valid_after_utc))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.KeyUsage(True, False, True, False, False, False, False, False, False), critical=True)
+        .add_extension(
+            x509.KeyUsage(True, False, True, False, False, False, False, False, False),
+            critical=True,
+        )
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()),
+            critical=False,
+        )
     )
     sans = [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips] + [x509.DNSName(d) for d in dns]
     if sans:
