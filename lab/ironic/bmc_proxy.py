@@ -1,0 +1,199 @@
+"""A small HTTP proxy in front of the Redfish emulator that can make one system misbehave.
+
+``python -m lab.ironic.bmc_proxy --listen 127.0.0.1:28001 --upstream http://127.0.0.1:28000``
+
+Every request is forwarded unchanged (the Host header too, so links the emulator
+builds point back at the proxy). A request belongs to a system when its path is
+under ``/redfish/v1/Systems/<id>`` or ``/redfish/v1/Managers/<id>`` (the emulator's
+manager of a fake system has the system's UUID). Faults per system id:
+
+``unreachable``        drop the connection without an answer, as a dead BMC would
+``delay``              seconds to wait before forwarding any request of that system (a slow BMC)
+``power_delay``        seconds to wait before forwarding a ComputerSystem.Reset (power action)
+``fail_virtual_media`` answer virtual-media inserts with a Redfish 500 error
+
+Control endpoint (no auth, loopback only):
+``GET /lab/faults`` all faults; ``PUT /lab/faults/<id>`` set one (JSON object, replaces);
+``DELETE /lab/faults/<id>`` clear one; ``DELETE /lab/faults`` clear all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import re
+import socket
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+FAULT_KEYS = {"unreachable": bool, "delay": float, "power_delay": float, "fail_virtual_media": bool}
+
+_SYSTEM = re.compile(r"^/redfish/v1/(?:Systems|Managers)/([^/?#]+)")
+_RESET = re.compile(r"/Actions/ComputerSystem\.Reset/?$")
+_VMEDIA_INSERT = re.compile(r"/VirtualMedia/[^/]+(?:/Actions/VirtualMedia\.InsertMedia)?/?$")
+# hop-by-hop headers are the proxy's own business
+_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade"}
+
+
+class Faults:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._faults: dict[str, dict] = {}
+
+    def get(self, system: str | None) -> dict:
+        if system is None:
+            return {}
+        with self._lock:
+            return dict(self._faults.get(system, {}))
+
+    def all(self) -> dict:
+        with self._lock:
+            return {k: dict(v) for k, v in self._faults.items()}
+
+    def set(self, system: str, fault: dict) -> dict:
+        unknown = set(fault) - set(FAULT_KEYS)
+        if unknown:
+            raise ValueError(f"unknown fault(s) {sorted(unknown)}; known: {sorted(FAULT_KEYS)}")
+        clean = {k: FAULT_KEYS[k](v) for k, v in fault.items() if v}
+        with self._lock:
+            if clean:
+                self._faults[system] = clean
+            else:
+                self._faults.pop(system, None)
+        return clean
+
+    def clear(self, system: str | None = None) -> None:
+        with self._lock:
+            if system is None:
+                self._faults.clear()
+            else:
+                self._faults.pop(system, None)
+
+
+class Handler(BaseHTTPRequestHandler):
+    # HTTP/1.0 answers (one request per connection) keep the forwarding simple
+    protocol_version = "HTTP/1.0"
+    server: "ProxyServer"
+
+    def log_message(self, fmt, *args):  # one line per request, to the lab log
+        print(f"{self.address_string()} {fmt % args}", flush=True)
+
+    def _reply_json(self, status: int, body) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _control(self) -> None:
+        faults = self.server.faults
+        parts = [urllib.parse.unquote(p) for p in self.path.split("?")[0].strip("/").split("/")]
+        system = parts[2] if len(parts) > 2 else None
+        if self.command == "GET":
+            self._reply_json(200, faults.all() if system is None else faults.get(system))
+        elif self.command == "PUT" and system:
+            try:
+                fault = json.loads(self._body() or b"{}")
+                if not isinstance(fault, dict):
+                    raise ValueError("a fault is a JSON object")
+                self._reply_json(200, faults.set(system, fault))
+            except ValueError as exc:
+                self._reply_json(400, {"error": str(exc)})
+        elif self.command == "DELETE":
+            faults.clear(system)
+            self._reply_json(200, faults.all())
+        else:
+            self._reply_json(405, {"error": f"{self.command} {self.path} not supported"})
+
+    def _drop(self) -> None:
+        # a reset, not a clean close: the client sees the BMC vanish mid-request
+        self.close_connection = True
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        except OSError:
+            pass
+        self.connection.close()
+
+    def _redfish_error(self, status: int, message: str) -> None:
+        self._reply_json(
+            status,
+            {
+                "error": {
+                    "code": "Base.1.0.GeneralError",
+                    "message": message,
+                    "@Message.ExtendedInfo": [{"MessageId": "Base.1.0.GeneralError", "Message": message}],
+                }
+            },
+        )
+
+    def _handle(self) -> None:
+        if self.path.startswith("/lab/faults"):
+            return self._control()
+        body = self._body()
+        match = _SYSTEM.match(self.path)
+        fault = self.server.faults.get(match.group(1) if match else None)
+        if fault.get("unreachable"):
+            return self._drop()
+        if fault.get("delay"):
+            time.sleep(fault["delay"])
+        path = self.path.split("?")[0]
+        if fault.get("power_delay") and self.command == "POST" and _RESET.search(path):
+            time.sleep(fault["power_delay"])
+        if fault.get("fail_virtual_media") and self.command in ("POST", "PATCH") and _VMEDIA_INSERT.search(path):
+            return self._redfish_error(500, "Lab fault: virtual media insert failed")
+        self._forward(body)
+
+    def _forward(self, body: bytes) -> None:
+        up = self.server.upstream
+        conn = http.client.HTTPConnection(up.hostname, up.port, timeout=120)
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
+        try:
+            conn.request(self.command, self.path, body=body or None, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+        except OSError as exc:
+            return self._redfish_error(502, f"BMC proxy: upstream emulator unreachable: {exc}")
+        finally:
+            conn.close()
+        self.send_response(resp.status, resp.reason)
+        for key, value in resp.getheaders():
+            if key.lower() not in _HOP and key.lower() != "content-length":
+                self.send_header(key, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle
+
+
+class ProxyServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, listen: tuple[str, int], upstream: str):
+        super().__init__(listen, Handler)
+        self.upstream = urllib.parse.urlsplit(upstream)
+        self.faults = Faults()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m lab.ironic.bmc_proxy")
+    parser.add_argument("--listen", required=True, help="host:port")
+    parser.add_argument("--upstream", required=True, help="the Redfish emulator's base URL")
+    args = parser.parse_args(argv)
+    host, port = args.listen.rsplit(":", 1)
+    server = ProxyServer((host, int(port)), args.upstream)
+    print(f"BMC proxy on {args.listen} -> {args.upstream}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""Client for the BMC proxy's fault endpoint (lab/ironic/bmc_proxy.py).
+
+    from lab.ironic import faults
+    faults.set_fault(cfg, host.uuid, unreachable=True)
+    faults.clear(cfg)
+
+A system is named by its UUID (what appears in its Redfish path) or by the lab host
+name (``host-03``), which is looked up in the lab's host list.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+import urllib.request
+
+from lab.config import LabConfig
+from lab.ironic import hosts
+
+
+def _url(cfg: LabConfig, system: str | None = None) -> str:
+    base = f"http://{cfg.host}:{cfg.ports.bmc_proxy}/lab/faults"
+    return base if system is None else f"{base}/{urllib.parse.quote(_system_id(system), safe='')}"
+
+
+def _system_id(system: str) -> str:
+    for h in hosts.hosts():
+        if system == h.name:
+            return h.uuid
+    return system
+
+
+def _call(method: str, url: str, body: dict | None = None) -> dict:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.loads(resp.read() or b"{}")
+
+
+def set_fault(
+    cfg: LabConfig,
+    system: str,
+    *,
+    unreachable: bool = False,
+    delay: float = 0,
+    power_delay: float = 0,
+    fail_virtual_media: bool = False,
+) -> dict:
+    """Replace the faults of one system (all off clears it)."""
+    fault = {
+        "unreachable": unreachable,
+        "delay": delay,
+        "power_delay": power_delay,
+        "fail_virtual_media": fail_virtual_media,
+    }
+    return _call("PUT", _url(cfg, system), fault)
+
+
+def get(cfg: LabConfig, system: str | None = None) -> dict:
+    return _call("GET", _url(cfg, system))
+
+
+def clear(cfg: LabConfig, system: str | None = None) -> None:
+    _call("DELETE", _url(cfg, system))

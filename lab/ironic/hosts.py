@@ -1,0 +1,145 @@
+"""The lab's emulated machines and the inventory that tells playbooks and tests how to reach them.
+
+Every host is a sushy-tools fake system. Its identity is derived from its index only,
+so a host keeps its UUID, MAC and name across `down`/`up`, `reset` and clones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab.config import LabConfig
+
+# Fixed namespace: the same index always gives the same system UUID.
+_NAMESPACE = uuid.UUID("6b1e4d0a-9c55-4b7e-a3f1-2f0c6d7e8a90")
+
+# The BMC credentials every emulated BMC accepts (sushy-tools basic/session auth).
+BMC_USERNAME = "admin"
+BMC_PASSWORD = "lab-bmc-password"
+
+# MAC prefix from the sushy-tools fake driver's own example system.
+_MAC_PREFIX = "00:5c:52:31:3a"
+
+
+@dataclass(frozen=True)
+class Host:
+    index: int
+    name: str
+    uuid: str
+    mac: str
+    ip: str
+
+
+def host_count() -> int:
+    count = int(os.environ.get("BMCAPI_LAB_HOSTS", "12"))
+    # the index is the last byte of the MAC and of the 127.0.1.N address
+    if not 1 <= count <= 254:
+        raise ValueError(f"BMCAPI_LAB_HOSTS must be between 1 and 254, not {count}")
+    return count
+
+
+def hosts(count: int | None = None) -> list[Host]:
+    count = host_count() if count is None else count
+    return [
+        Host(
+            index=i,
+            name=f"host-{i:02d}",
+            uuid=str(uuid.uuid5(_NAMESPACE, f"host-{i}")),
+            mac=f"{_MAC_PREFIX}:{i:02x}",
+            ip=f"127.0.1.{i}",
+        )
+        for i in range(1, count + 1)
+    ]
+
+
+def sushy_systems(count: int | None = None) -> list[dict]:
+    """SUSHY_EMULATOR_FAKE_SYSTEMS entries."""
+    return [
+        {
+            "uuid": h.uuid,
+            "name": h.name,
+            "power_state": "Off",
+            # True would PUT every state change to EXTERNAL_NOTIFICATION_URL (a fake-IPA hook nobody serves)
+            "external_notifier": False,
+            "nics": [{"mac": h.mac, "ip": h.ip}],
+        }
+        for h in hosts(count)
+    ]
+
+
+def inventory(cfg: LabConfig, count: int | None = None) -> dict:
+    host = cfg.host
+    proxy = f"http://{host}:{cfg.ports.bmc_proxy}"
+    sushy = f"http://{host}:{cfg.ports.sushy}"
+    images = f"http://{host}:{cfg.ports.images}"
+    ironic = f"http://{host}:{cfg.ports.ironic}"
+    checksum_file = cfg.data("ironic") / "httproot" / "images" / "test-image.raw.sha256"
+    checksum = checksum_file.read_text().split()[0] if checksum_file.exists() else None
+    return {
+        "ironic": {
+            "url": ironic,
+            "auth_type": "none",
+            "cloud": "lab-ironic",
+            "clouds_yaml": str(cfg.root / "inventory" / "clouds.yaml"),
+        },
+        "images": {
+            "url": images,
+            # a small ISO9660 image: instance_info.boot_iso for the ramdisk deploy interface
+            "boot_iso": f"{images}/images/boot.iso",
+            "test_image": {
+                "url": f"{images}/images/test-image.raw",
+                "checksum": checksum,
+                "checksumType": "sha256",
+                "format": "raw",
+            },
+        },
+        "bmc_proxy": {"url": proxy, "faults": f"{proxy}/lab/faults"},
+        "sushy": {"url": sushy},
+        "bmc_credentials": {"username": BMC_USERNAME, "password": BMC_PASSWORD},
+        "hosts": [
+            {
+                "name": h.name,
+                "uuid": h.uuid,
+                "boot_mac": h.mac,
+                "ip": h.ip,
+                "bmc": {
+                    # through the fault proxy, as a BareMetalHost's spec.bmc.address
+                    "address": f"redfish-virtualmedia+{proxy}/redfish/v1/Systems/{h.uuid}",
+                    "username": BMC_USERNAME,
+                    "password": BMC_PASSWORD,
+                },
+                "system_url": f"{sushy}/redfish/v1/Systems/{h.uuid}",
+            }
+            for h in hosts(count)
+        ],
+        # lab-only: a fake://<anything> BMC address means an Ironic fake-hardware node (docs/lab.md)
+        "fake_bmc": {"scheme": "fake", "driver": "fake-hardware"},
+    }
+
+
+def write_inventory(cfg: LabConfig, count: int | None = None) -> Path:
+    inv = inventory(cfg, count)
+    folder = cfg.root / "inventory"
+    folder.mkdir(parents=True, exist_ok=True)
+    # clouds.yaml for OS_CLIENT_CONFIG_FILE / OS_CLOUD, the variables AWX's OpenStack credential sets
+    (folder / "clouds.yaml").write_text(
+        "clouds:\n"
+        f"  {inv['ironic']['cloud']}:\n"
+        "    auth_type: none\n"
+        f"    baremetal_endpoint_override: {inv['ironic']['url']}\n"
+    )
+    path = folder / "ironic.json"
+    # credentials inside: readable by the owner only
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(inv, indent=2) + "\n")
+    tmp.chmod(0o600)
+    tmp.replace(path)
+    return path
+
+
+def load_inventory(cfg: LabConfig) -> dict:
+    return json.loads((cfg.root / "inventory" / "ironic.json").read_text())

@@ -1,0 +1,112 @@
+"""Install what the lab's Ironic needs: Debian packages and a venv of its own.
+
+The venv is keyed by a hash of its requirements and the Python version and lives in
+the user's cache dir, so every clone (and CI's fresh clone) on a machine shares it.
+It is never the collection's venv: Ironic pins its own oslo/SQLAlchemy/eventlet stack.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from lab.config import LabConfig
+from lab.process import LabError
+
+# Versions proven together on this machine (shared/reference/ironic-lab/FINDINGS.md).
+REQUIREMENTS = (
+    "ironic==39.0.0",
+    "sushy-tools==2.2.0",
+    "PyMySQL==1.2.4",
+)
+
+# command -> Debian package. genisoimage builds Ironic's config drive ISO (without it a
+# redfish deploy fails with an empty last_error) and brings isoinfo to read it back.
+DEBIAN = {
+    "mariadbd": "mariadb-server",
+    "mariadb-install-db": "mariadb-server",
+    "mariadb": "mariadb-client",
+    "genisoimage": "genisoimage",
+    "isoinfo": "genisoimage",
+}
+
+_SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+
+
+def which(cmd: str) -> str | None:
+    """shutil.which that also looks in the sbin folders (mariadbd lives in /usr/sbin)."""
+    path = os.environ.get("PATH", os.defpath) + os.pathsep + os.pathsep.join(_SBIN)
+    return shutil.which(cmd, path=path)
+
+
+def tool(cmd: str) -> str:
+    found = which(cmd)
+    if found is None:
+        raise LabError(f"{cmd} not found (Debian package {DEBIAN.get(cmd, '?')})")
+    return found
+
+
+def ensure_debian_packages(cfg: LabConfig) -> list[str]:
+    """apt-get install the packages whose commands are missing; returns what was installed."""
+    missing = sorted({pkg for cmd, pkg in DEBIAN.items() if which(cmd) is None})
+    if not missing:
+        return []
+    log = cfg.logs / "ironic-apt.log"
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    with open(log, "ab") as out:
+        for argv in (
+            ["apt-get", "update"],
+            ["apt-get", "install", "-y", "--no-install-recommends", *missing],
+        ):
+            rc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env=env, check=False).returncode
+            if rc != 0:
+                raise LabError(f"{' '.join(argv)} failed with {rc}; see {log}")
+    still = sorted(cmd for cmd in DEBIAN if which(cmd) is None)
+    if still:
+        raise LabError(f"still missing after apt-get install {' '.join(missing)}: {', '.join(still)}")
+    return missing
+
+
+def venv_key() -> str:
+    text = "\n".join((f"python {sys.version_info.major}.{sys.version_info.minor}", *REQUIREMENTS))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def venv_path(cfg: LabConfig) -> Path:
+    return cfg.cache / "venvs" / f"ironic-{venv_key()}"
+
+
+def _base_python() -> str:
+    # a venv made from inside another venv should still point at the real interpreter
+    return getattr(sys, "_base_executable", None) or sys.executable
+
+
+def ensure_venv(cfg: LabConfig) -> Path:
+    """Create the venv once; a marker written last says it is complete."""
+    path = venv_path(cfg)
+    marker = path / ".complete"
+    if marker.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # two clones starting their labs at once must not build into the same folder
+    with open(path.parent / f"{path.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.exists():
+            return path
+        shutil.rmtree(path, ignore_errors=True)
+        log = cfg.logs / "ironic-pip.log"
+        with open(log, "ab") as out:
+            for argv in (
+                [_base_python(), "-m", "venv", str(path)],
+                [str(path / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", *REQUIREMENTS],
+            ):
+                rc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
+                if rc != 0:
+                    raise LabError(f"{' '.join(argv[:4])} ... failed with {rc}; see {log}")
+        marker.write_text("\n".join(REQUIREMENTS) + "\n")
+    return path

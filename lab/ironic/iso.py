@@ -1,0 +1,108 @@
+"""Images the lab serves, and reading what a BMC has on its virtual media.
+
+The boot ISO is a tiny non-bootable ISO9660 file: with the `ramdisk` deploy interface
+Ironic only needs a URL it can hand to the BMC's virtual CD, and the emulated BMC only
+downloads it. Config drives are ISO9660 too (volume `config-2`, `openstack/latest/...`);
+isoinfo (Debian's genisoimage package) reads them back.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import subprocess
+import tempfile
+import urllib.request
+from pathlib import Path
+
+from lab.config import LabConfig
+from lab.ironic import configs, hosts
+from lab.ironic.install import tool
+
+
+def make_images(cfg: LabConfig) -> dict[str, Path]:
+    """Create the served images once: images/boot.iso and images/test-image.raw (+ .sha256)."""
+    folder = configs.http_root(cfg) / "images"
+    folder.mkdir(exist_ok=True)
+    boot = folder / "boot.iso"
+    if not boot.exists():
+        with tempfile.TemporaryDirectory() as src:
+            Path(src, "README.TXT").write_text("baremetal.capi lab boot ISO for Ironic's ramdisk deploy\n")
+            tmp = boot.with_suffix(".tmp")
+            subprocess.run(
+                [tool("genisoimage"), "-quiet", "-o", str(tmp), "-V", "LABBOOT", "-J", "-r", src],
+                check=True,
+            )
+            tmp.replace(boot)
+    raw = folder / "test-image.raw"
+    if not raw.exists():
+        # 1 MiB of a fixed pattern: an image_source with a real checksum for fake-hardware deploys
+        tmp = raw.with_suffix(".tmp")
+        tmp.write_bytes(b"baremetal.capi lab test image\n".ljust(4096, b"\0") * 256)
+        tmp.replace(raw)
+    digest = raw.with_name(raw.name + ".sha256")
+    if not digest.exists():
+        digest.write_text(f"{hashlib.sha256(raw.read_bytes()).hexdigest()}  {raw.name}\n")
+    return {"boot_iso": boot, "test_image": raw}
+
+
+def iso_volume_id(path: str | Path) -> str:
+    out = subprocess.run([tool("isoinfo"), "-d", "-i", str(path)], check=True, capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if line.startswith("Volume id:"):
+            return line.split(":", 1)[1].strip()
+    return ""
+
+
+def iso_files(path: str | Path) -> list[str]:
+    out = subprocess.run(
+        [tool("isoinfo"), "-R", "-f", "-i", str(path)], check=True, capture_output=True, text=True
+    ).stdout
+    return sorted(line.strip() for line in out.splitlines() if line.strip())
+
+
+def iso_read(path: str | Path, name: str) -> bytes:
+    return subprocess.run([tool("isoinfo"), "-R", "-x", name, "-i", str(path)], check=True, capture_output=True).stdout
+
+
+def read_config_drive(path: str | Path) -> dict:
+    """meta_data and network_data parsed, user_data as bytes, from a config-2 ISO."""
+    files = iso_files(path)
+    out: dict = {"volume_id": iso_volume_id(path), "files": files}
+    for key, name in (("meta_data", "meta_data.json"), ("network_data", "network_data.json")):
+        member = f"/openstack/latest/{name}"
+        out[key] = json.loads(iso_read(path, member)) if member in files else None
+    member = "/openstack/latest/user_data"
+    out["user_data"] = iso_read(path, member) if member in files else None
+    return out
+
+
+def _bmc_get(cfg: LabConfig, path: str) -> dict:
+    # straight to the emulator: reading back must not be disturbed by a fault in the proxy
+    token = base64.b64encode(f"{hosts.BMC_USERNAME}:{hosts.BMC_PASSWORD}".encode()).decode()
+    req = urllib.request.Request(
+        f"http://{cfg.host}:{cfg.ports.sushy}{path}", headers={"Authorization": f"Basic {token}"}
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def virtual_media(cfg: LabConfig, system_uuid: str) -> dict[str, dict]:
+    """The emulated BMC's virtual media devices of one system: device id -> Redfish resource."""
+    coll = _bmc_get(cfg, f"/redfish/v1/Systems/{system_uuid}/VirtualMedia")
+    return {m["@odata.id"].rstrip("/").rsplit("/", 1)[1]: _bmc_get(cfg, m["@odata.id"]) for m in coll["Members"]}
+
+
+def media_file(cfg: LabConfig, device: dict) -> Path:
+    """The copy of an inserted image that the emulated BMC downloaded when it was inserted.
+
+    The emulator stores it as <its TMPDIR>/<random dir>/<ImageName>; the newest match wins.
+    """
+    name = device.get("ImageName")
+    if not device.get("Inserted") or not name:
+        raise LookupError(f"no image inserted in virtual media {device.get('Id')}")
+    found = sorted(configs.sushy_media_dir(cfg).glob(f"*/{name}"), key=lambda p: p.stat().st_mtime)
+    if not found:
+        raise LookupError(f"the emulator holds no downloaded copy of {name}")
+    return found[-1]
