@@ -23,6 +23,21 @@ MACHINE_FINALIZER = "machine.cluster.x-k8s.io"
 CLUSTER_FINALIZER = "cluster.cluster.x-k8s.io"
 KUBECONFIG_SECRET_SUFFIX = "-kubeconfig"
 CLUSTER_SECRET_TYPE = "cluster.x-k8s.io/secret"
+KUBECONFIG_SECRET_KEY = "value"
+# Annotations and label domains the Machine controller keeps on a Node (capi-core.md §2.2)
+CLUSTER_NAME_ANNOTATION = "cluster.x-k8s.io/cluster-name"
+CLUSTER_NAMESPACE_ANNOTATION = "cluster.x-k8s.io/cluster-namespace"
+MACHINE_ANNOTATION = "cluster.x-k8s.io/machine"
+OWNER_KIND_ANNOTATION = "cluster.x-k8s.io/owner-kind"
+OWNER_NAME_ANNOTATION = "cluster.x-k8s.io/owner-name"
+LABELS_FROM_MACHINE_ANNOTATION = "cluster.x-k8s.io/labels-from-machine"
+NODE_ROLE_LABEL_DOMAIN = "node-role.kubernetes.io"
+NODE_RESTRICTION_LABEL_DOMAIN = "node-restriction.kubernetes.io"
+MANAGED_NODE_LABEL_DOMAIN = "node.cluster.x-k8s.io"
+PRE_DRAIN_HOOK_PREFIX = "pre-drain.delete.hook.machine.cluster.x-k8s.io"
+PRE_TERMINATE_HOOK_PREFIX = "pre-terminate.delete.hook.machine.cluster.x-k8s.io"
+EXCLUDE_NODE_DRAINING_ANNOTATION = "machine.cluster.x-k8s.io/exclude-node-draining"
+NODE_DELETION_TIMEOUT_DEFAULT = 10  # seconds; the Machine webhook's default
 
 # Machine phases (capi-core.md §2.3)
 PHASE_PENDING = "Pending"
@@ -33,12 +48,45 @@ PHASE_DELETING = "Deleting"
 PHASE_DELETED = "Deleted"
 PHASE_FAILED = "Failed"
 PHASE_UNKNOWN = "Unknown"
+PHASE_UPDATING = "Updating"
+# Cluster phases (capi-core.md §1)
+CLUSTER_PHASE_PENDING = "Pending"
+CLUSTER_PHASE_PROVISIONING = "Provisioning"
+CLUSTER_PHASE_PROVISIONED = "Provisioned"
+CLUSTER_PHASE_DELETING = "Deleting"
 
 # Condition types shared by the providers
 READY = "Ready"
 PAUSED = "Paused"
 OWNER_REMEDIATED = "OwnerRemediated"
 HEALTH_CHECK_SUCCEEDED = "HealthCheckSucceeded"
+AVAILABLE = "Available"
+DELETING = "Deleting"
+UPDATING = "Updating"
+INFRASTRUCTURE_READY = "InfrastructureReady"
+BOOTSTRAP_CONFIG_READY = "BootstrapConfigReady"
+NODE_READY = "NodeReady"
+NODE_HEALTHY = "NodeHealthy"
+# Condition reasons (v1beta2, cluster.x-k8s.io/api/core/v1beta2 *_conditions.go)
+READY_REASON = "Ready"
+NOT_READY_REASON = "NotReady"
+PAUSED_REASON = "Paused"
+NOT_PAUSED_REASON = "NotPaused"
+DELETING_REASON = "Deleting"
+NOT_DELETING_REASON = "NotDeleting"
+INFRASTRUCTURE_READY_REASON = "InfrastructureReady"
+INFRASTRUCTURE_NOT_READY_REASON = "InfrastructureNotReady"
+INFRASTRUCTURE_DOES_NOT_EXIST_REASON = "InfrastructureDoesNotExist"
+INFRASTRUCTURE_DELETED_REASON = "InfrastructureDeleted"
+BOOTSTRAP_CONFIG_READY_REASON = "BootstrapConfigReady"
+BOOTSTRAP_CONFIG_NOT_READY_REASON = "BootstrapConfigNotReady"
+NODE_READY_REASON = "NodeReady"
+NODE_NOT_READY_REASON = "NodeNotReady"
+NODE_READY_UNKNOWN_REASON = "NodeReadyUnknown"
+NODE_DOES_NOT_EXIST_REASON = "NodeDoesNotExist"
+NODE_DELETED_REASON = "NodeDeleted"
+WAITING_FOR_CLUSTER_INFRASTRUCTURE_READY_REASON = "WaitingForClusterInfrastructureReady"
+WAITING_FOR_BOOTSTRAP_DATA_REASON = "WaitingForBootstrapData"
 
 # --- CAPM3 (infrastructure.cluster.x-k8s.io, Metal3*) --------------------
 METAL3_CLUSTER_FINALIZER = "metal3cluster.infrastructure.cluster.x-k8s.io"
@@ -61,6 +109,28 @@ PAUSED_ANNOTATION_VALUE_CAPM3 = "metal3.io/capm3"
 NODE_ANNOTATIONS_BACKUP = "remediation.metal3.io/node-annotations-backup"
 NODE_LABELS_BACKUP = "remediation.metal3.io/node-labels-backup"
 REBOOT_REMEDIATION_PREFIX = "reboot.metal3.io/metal3-remediation-"
+BLOCK_MOVE_ANNOTATION = "clusterctl.cluster.x-k8s.io/block-move"
+FAST_TRACK_ENV = "CAPM3_FAST_TRACK"
+METAL3_CLUSTER_DEFAULT_PORT = 6443
+# Metal3Cluster conditions and reasons (v1beta2)
+BAREMETAL_INFRASTRUCTURE_READY = "BaremetalInfrastructureReady"
+CONTROL_PLANE_ENDPOINT_FAILED_REASON = "ControlPlaneEndpointFailed"
+INTERNAL_FAILURE_REASON = "InternalFailureOccured"  # sic, upstream spelling
+# Metal3Machine conditions and reasons (v1beta2)
+ASSOCIATE_BMH = "AssociateBareMetalHost"
+ASSOCIATE_BMH_SUCCESS_REASON = "AssociateBareMetalHostSuccess"
+ASSOCIATE_BMH_VIA_NODE_REUSE_SUCCESS_REASON = "AssociateBareMetalHostViaNodeReuseSuccess"
+ASSOCIATE_BMH_FAILED_REASON = "AssociateBareMetalHostFailed"
+WAITING_FOR_METAL3_MACHINE_OWNER_REF_REASON = "WaitingForMetal3MachineOwnerRef"
+WAITING_FOR_METAL3_CLUSTER_REASON = "WaitingforMetal3Cluster"  # sic
+ASSOCIATE_METADATA = "AssociateMetal3MachineMetaData"
+ASSOCIATE_METADATA_SUCCESS_REASON = "AssociateMetal3MachineMetaDataSuccess"
+ASSOCIATE_METADATA_FAILED_REASON = "AssociateMetal3MachineMetaDataFailed"
+METAL3_DATA_READY = "Metal3DataReady"
+WAITING_FOR_METAL3_DATA_REASON = "WaitingForMetal3Data"
+METAL3_DATA_SECRETS_READY_REASON = "Metal3DataSecretsReady"
+METAL3_MACHINE_PAUSED_REASON = "Metal3MachinePaused"
+DELETION_FAILED_REASON = "DeletionFailed"
 
 # --- baremetal-operator (metal3.io) ---------------------------------------
 BMH_PAUSED_ANNOTATION = "baremetalhost.metal3.io/paused"
@@ -70,6 +140,50 @@ BMH_FINALIZER = "baremetalhost.metal3.io"
 REBOOT_ANNOTATION = "reboot.metal3.io"
 INSPECT_ANNOTATION = "inspect.metal3.io"
 HARDWARE_DETAILS_ANNOTATION = "inspect.metal3.io/hardwaredetails"
+
+# BareMetalHost status.provisioning.state (bmo-ironic.md §2.2)
+BMH_STATE_NONE = ""
+BMH_STATE_UNMANAGED = "unmanaged"
+BMH_STATE_REGISTERING = "registering"
+BMH_STATE_MATCH_PROFILE = "match profile"
+BMH_STATE_PREPARING = "preparing"
+BMH_STATE_READY = "ready"
+BMH_STATE_AVAILABLE = "available"
+BMH_STATE_PROVISIONING = "provisioning"
+BMH_STATE_PROVISIONED = "provisioned"
+BMH_STATE_EXTERNALLY_PROVISIONED = "externally provisioned"
+BMH_STATE_DEPROVISIONING = "deprovisioning"
+BMH_STATE_INSPECTING = "inspecting"
+BMH_STATE_POWERING_OFF_BEFORE_DELETE = "powering off before delete"
+BMH_STATE_DELETING = "deleting"
+
+# BareMetalHost status.errorType (bmo-ironic.md §2.3)
+BMH_ERROR_REGISTRATION = "registration error"
+BMH_ERROR_INSPECTION = "inspection error"
+BMH_ERROR_PREPARATION = "preparation error"
+BMH_ERROR_PROVISIONING = "provisioning error"
+BMH_ERROR_POWER = "power management error"
+BMH_ERROR_PROVISIONED_REGISTRATION = "provisioned registration error"
+BMH_ERROR_DETACH = "detach error"
+BMH_ERROR_SERVICING = "servicing error"
+
+# BareMetalHost status.operationalStatus
+BMH_OPERATIONAL_OK = "OK"
+BMH_OPERATIONAL_DISCOVERED = "discovered"
+BMH_OPERATIONAL_ERROR = "error"
+BMH_OPERATIONAL_DELAYED = "delayed"
+BMH_OPERATIONAL_DETACHED = "detached"
+
+# spec.automatedCleaningMode, spec.image.format (diskFormat in CAPM3), reboot modes
+CLEANING_MODE_METADATA = "metadata"
+CLEANING_MODE_DISABLED = "disabled"
+IMAGE_FORMAT_LIVE_ISO = "live-iso"
+IMAGE_FORMATS = ("raw", "qcow2", "vdi", "vmdk", "live-iso")
+CHECKSUM_TYPES = ("md5", "sha256", "sha512", "auto")
+REBOOT_MODE_HARD = "hard"
+REBOOT_MODE_SOFT = "soft"
+# Ironic maintenance reason BMO sets before deleting a node in an unstable state
+IRONIC_FORCED_DELETE_REASON = "forcing deletion in baremetal-operator"
 
 # --- IPAM (ipam.metal3.io) -----------------------------------------------
 IPPOOL_FINALIZER = "ippool.ipam.metal3.io"

@@ -1,0 +1,240 @@
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The host driver interface: who moves a BareMetalHost, and how callers wait on it.
+
+A BareMetalHost (metal3.io/v1alpha1) says what a host should be (spec) and
+reports what it is (status), as in baremetal-operator (BMO).  A *host driver*
+is what turns spec into status:
+
+``ironic``   (hosts/ironic.py) the collection moves the host itself through
+             Ironic, as BMO does (shared/reference/bmo-ironic.md).
+``external`` (hosts/external.py) something else moves it (a real BMO on the
+             kubernetes store, or our ironic driver run as its own step);
+             ``reconcile`` only reads status.
+
+Get one with ``get_driver(name, options)``.  The contract every driver keeps:
+
+``reconcile(store, bmh) -> runner.Step``
+    One reconcile step of one host, BMO-style: at most a few Ironic calls, the
+    result written with ``store.update_status`` (and ``store.update`` for the
+    metadata BMO itself writes: its finalizer, the suffixless reboot
+    annotation).  ``bmh`` is a BareMetalHost dict or ``(namespace, name)``;
+    the driver re-reads it, so a stale copy is fine.  Safe to call from many
+    threads at once (one Ironic connection per thread) and to repeat.
+
+    The returned Step:
+
+    * ``done``: the host has reached what its spec asks for (``goal``): the
+      provisioning state (``provisioned`` when spec.image/customDeploy is set
+      and spec.online, ``externally provisioned`` for adopted hosts, else
+      ``available``), that image deployed, and ``status.poweredOn`` equal to the
+      desired power (spec.online, forced off by ``reboot.metal3.io*``
+      annotations).  A host being deleted is done when its object is gone.
+    * ``requeue_after``: seconds until the next step is useful.
+    * ``data["host"]``: ``summary(bmh)`` of the host after the step
+      (state, poweredOn, errorType, errorMessage, errorCount, ...).
+    * ``message``: what the step did, or the error BMO would report.
+
+    Errors of the host (Ironic's last_error, a bad BMC secret...) are not
+    raised: they go to status.errorType/errorMessage/errorCount as BMO writes
+    them and the step requeues with BMO's backoff; ``failed(bmh)`` tells a
+    waiting caller that the host is stuck in an error.  A paused host
+    (``baremetalhost.metal3.io/paused``) is left alone (Step not done, data
+    says paused).  Only programming and connection errors raise (CapiError).
+
+``delete(store, bmh) -> runner.Step``
+    One step of removing a host: marks the object deleted (its finalizer keeps
+    it while the driver deprovisions, powers off and deletes the Ironic node),
+    then reconciles.  ``done`` once the BareMetalHost is gone from the store.
+
+``hardware(store, bmh) -> dict | None``
+    status.hardware (BMO's HardwareDetails: nics[{name, mac, ip}], hostname,
+    cpu, ramMebibytes, storage, systemVendor, firmware), taken from
+    inspection or the host's HardwareData object; None when not known yet.
+
+``close()``
+    Close the driver's connections (every thread's).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Protocol
+
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.model import names
+from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
+
+DRIVERS = ("ironic", "external")
+KIND = "BareMetalHost"
+HARDWARE_DATA_KIND = "HardwareData"
+
+# States in which BMO manages power (bmo-ironic.md §5)
+POWER_STATES = (
+    names.BMH_STATE_AVAILABLE,
+    names.BMH_STATE_READY,
+    names.BMH_STATE_PROVISIONED,
+    names.BMH_STATE_EXTERNALLY_PROVISIONED,
+)
+
+
+class HostDriver(Protocol):
+    name: str
+
+    def reconcile(self, store, bmh) -> Step: ...
+
+    def delete(self, store, bmh) -> Step: ...
+
+    def hardware(self, store, bmh) -> dict | None: ...
+
+    def close(self) -> None: ...
+
+
+def get_driver(name: str | None = "ironic", options: dict | None = None) -> HostDriver:
+    """The host driver called ``name`` (``ironic`` or ``external``) built from ``options``.
+
+    ironic options: ``cloud`` (clouds.yaml entry; falls back to OS_CLOUD),
+    ``ironic_url`` (an Ironic endpoint with auth_type none instead of a cloud),
+    ``poll`` (seconds between steps, default 2), and the lab-oriented
+    ``deploy_interface`` / ``boot_iso`` (see hosts/ironic.py).
+    external options: ``poll``.
+    """
+    options = dict(options or {})
+    name = name or "ironic"
+    if name == "ironic":
+        from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic import IronicDriver
+
+        return IronicDriver(**options)
+    if name == "external":
+        from ansible_collections.baremetal.capi.plugins.module_utils.hosts.external import ExternalDriver
+
+        return ExternalDriver(**options)
+    raise Invalid(f"unknown host driver {name!r}: one of {', '.join(DRIVERS)}", field="host_driver")
+
+
+# -- reading a BareMetalHost (shared by every driver and by callers) -----------
+
+
+def key(bmh) -> tuple[str, str]:
+    """(namespace, name) of a BareMetalHost dict or tuple."""
+    if isinstance(bmh, (tuple, list)):
+        return bmh[0] or "default", bmh[1]
+    md = bmh.get("metadata") or {}
+    return md.get("namespace") or "default", md["name"]
+
+
+def state(bmh: dict) -> str:
+    return ((bmh.get("status") or {}).get("provisioning") or {}).get("state") or ""
+
+
+def has_image(bmh: dict) -> bool:
+    spec = bmh.get("spec") or {}
+    return bool((spec.get("image") or {}).get("url") or (spec.get("customDeploy") or {}).get("method"))
+
+
+def reboot_annotations(bmh: dict) -> dict:
+    """``reboot.metal3.io`` and ``reboot.metal3.io/<key>`` annotations: key -> {"mode", "force"}.
+
+    Empty or invalid values mean soft, as BMO reads them (bmo-ironic.md §5).
+    """
+    out = {}
+    annotations = (bmh.get("metadata") or {}).get("annotations") or {}
+    for k, v in annotations.items():
+        if k != names.REBOOT_ANNOTATION and not k.startswith(names.REBOOT_ANNOTATION + "/"):
+            continue
+        mode, force = names.REBOOT_MODE_SOFT, False
+        try:
+            parsed = json.loads(v) if v else {}
+        except ValueError:
+            parsed = {}
+        if isinstance(parsed, dict):
+            if parsed.get("mode") == names.REBOOT_MODE_HARD:
+                mode = names.REBOOT_MODE_HARD
+            force = parsed.get("force") is True
+        out[k] = {"mode": mode, "force": force}
+    return out
+
+
+def desired_power(bmh: dict) -> bool:
+    """spec.online, forced off by any counted reboot annotation (in ``available`` only forced ones count)."""
+    reboots = reboot_annotations(bmh)
+    if state(bmh) in (names.BMH_STATE_AVAILABLE, names.BMH_STATE_READY):
+        reboots = {k: v for k, v in reboots.items() if v["force"]}
+    return bool((bmh.get("spec") or {}).get("online")) and not reboots
+
+
+def goal(bmh: dict) -> str:
+    """The provisioning state the spec asks for."""
+    spec = bmh.get("spec") or {}
+    if spec.get("externallyProvisioned"):
+        return names.BMH_STATE_EXTERNALLY_PROVISIONED
+    if has_image(bmh) and spec.get("online"):
+        return names.BMH_STATE_PROVISIONED
+    return names.BMH_STATE_AVAILABLE
+
+
+def image_deployed(bmh: dict) -> bool:
+    """status.provisioning.image / customDeploy match the spec."""
+    spec, prov = bmh.get("spec") or {}, (bmh.get("status") or {}).get("provisioning") or {}
+    want, have = spec.get("image") or {}, prov.get("image") or {}
+    if (spec.get("customDeploy") or {}).get("method"):
+        return (prov.get("customDeploy") or {}).get("method") == spec["customDeploy"]["method"]
+    return all(want.get(k) == have.get(k) for k in ("url", "checksum", "checksumType", "format"))
+
+
+def reached(bmh: dict) -> bool:
+    """The host is what its spec asks for (see the module docstring)."""
+    st, want = state(bmh), goal(bmh)
+    if st != want and not (want == names.BMH_STATE_AVAILABLE and st == names.BMH_STATE_READY):
+        return False
+    if want == names.BMH_STATE_PROVISIONED and not image_deployed(bmh):
+        return False
+    status = bmh.get("status") or {}
+    if status.get("errorType"):
+        return False
+    return status.get("poweredOn") is not None and bool(status.get("poweredOn")) == desired_power(bmh)
+
+
+def failed(bmh: dict) -> bool:
+    """The host reports an error (status.errorType / errorMessage set)."""
+    status = bmh.get("status") or {}
+    return bool(status.get("errorType") or status.get("errorMessage"))
+
+
+def paused(bmh: dict) -> bool:
+    return names.BMH_PAUSED_ANNOTATION in ((bmh.get("metadata") or {}).get("annotations") or {})
+
+
+def summary(bmh: dict | None) -> dict:
+    """What callers usually want to know about a host, in BMO's field names."""
+    if bmh is None:
+        return {"state": None, "deleted": True}
+    status = bmh.get("status") or {}
+    prov = status.get("provisioning") or {}
+    ns, name = key(bmh)
+    return {
+        "namespace": ns,
+        "name": name,
+        "state": prov.get("state") or "",
+        "goal": goal(bmh),
+        "ID": prov.get("ID"),
+        "poweredOn": status.get("poweredOn"),
+        "operationalStatus": status.get("operationalStatus"),
+        "errorType": status.get("errorType") or "",
+        "errorMessage": status.get("errorMessage") or "",
+        "errorCount": status.get("errorCount") or 0,
+        "paused": paused(bmh),
+    }
+
+
+def hardware_of(store, bmh: dict) -> dict | None:
+    """status.hardware, else the spec.hardware of the host's HardwareData (same name and namespace)."""
+    hw = (bmh.get("status") or {}).get("hardware")
+    if hw:
+        return hw
+    ns, name = key(bmh)
+    try:
+        data = store.get(HARDWARE_DATA_KIND, name, ns)
+    except NotFound:  # no pre-collected data for this host
+        return None
+    return (data.get("spec") or {}).get("hardware") or None
