@@ -192,8 +192,9 @@ class CapiModule(AnsibleModule):
         """exit_json with ``changed``, ``diff`` (only when asked) and Secret data masked."""
         self.no_log_secrets(before, after, *result.values())
         if self._diff:
-            result["diff"] = dict(before=mask(before) if before is not None else {},
-                                  after=mask(after) if after is not None else {})
+            result["diff"] = dict(
+                before=mask(before) if before is not None else {}, after=mask(after) if after is not None else {}
+            )
         result = {k: mask(v) for k, v in result.items()}
         self.close_store()
         self.exit_json(changed=bool(changed), **result)

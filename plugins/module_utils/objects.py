@@ -1,0 +1,249 @@
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Apply and remove objects of any model kind: what baremetal.capi.object does.
+
+``apply`` is a JSON merge patch (RFC 7386, ``kubectl patch --type merge``) of
+the given object over the stored one: mappings merge key by key, a ``null``
+value removes the key, lists and scalars replace what was there.  With
+``force`` the given object replaces the stored one instead.  The write carries
+the resourceVersion that was read, so a concurrent writer makes it retry from a
+fresh read rather than overwrite; nothing is written when nothing differs.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
+    AlreadyExists,
+    Conflict,
+    Invalid,
+    NotFound,
+    Timeout,
+)
+from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta
+from ansible_collections.baremetal.capi.plugins.module_utils.store import common
+
+# Metadata the store owns: ignored when given (an object read back from
+# object_info can be fed to object unchanged).  resourceVersion is a
+# precondition instead: see apply.
+SERVER_FIELDS = (
+    "uid",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+)
+
+# How many fresh reads to try when another writer keeps moving the object.
+_ATTEMPTS = 5
+
+
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch of ``patch`` over ``target`` (neither is modified)."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+def build(
+    definition=None,
+    *,
+    api_version=None,
+    kind=None,
+    name=None,
+    namespace=None,
+    labels=None,
+    annotations=None,
+    spec=None,
+    status=None,
+    default_namespace="default",
+):
+    """The object a task describes: ``definition`` with the single options merged over it.
+
+    Returns ``(object, Kind)``.  Secret ``stringData`` is folded into base64
+    ``data`` here, so the comparison with the stored Secret is like for like.
+    """
+    if definition is not None and not isinstance(definition, dict):
+        raise Invalid("definition must be a mapping", field="definition")
+    obj = copy.deepcopy(definition or {})
+    if kind:
+        obj["kind"] = kind
+    if api_version:
+        obj["apiVersion"] = api_version
+    if not obj.get("kind"):
+        raise Invalid("kind is required (the kind option or definition.kind)", field="kind")
+    k = kinds.resolve(obj["kind"], obj.get("apiVersion"))
+    obj["kind"], obj["apiVersion"] = k.kind, k.api_version
+    md = obj.setdefault("metadata", {})
+    if not isinstance(md, dict):
+        raise Invalid("metadata must be a mapping", field="definition.metadata")
+    if name:
+        md["name"] = name
+    if not md.get("name"):
+        # generateName would make a new object on every run: not idempotent.
+        raise Invalid("name is required (the name option or definition.metadata.name)", obj=k.kind, field="name")
+    if namespace:
+        md["namespace"] = namespace
+    if k.namespaced:
+        md.setdefault("namespace", default_namespace or "default")
+    elif md.get("namespace"):
+        raise Invalid(f"{k.kind} is cluster-scoped: no namespace", obj=meta.ref(obj), field="namespace")
+    for field, value in (("labels", labels), ("annotations", annotations)):
+        if value is not None:
+            md[field] = merge_patch(md.get(field), value) if md.get(field) else value
+    for field, value in (("spec", spec), ("status", status)):
+        if value is not None:
+            obj[field] = merge_patch(obj.get(field), value) if obj.get(field) else value
+    for field in SERVER_FIELDS:
+        md.pop(field, None)
+    if k.kind == "Secret":
+        common.merge_string_data(obj)
+    return obj, k
+
+
+def _split_status(obj: dict, k: kinds.Kind):
+    """(object without status, status patch or None) for kinds whose status is a subresource."""
+    obj = copy.deepcopy(obj)
+    if k.status_subresource:
+        return obj, obj.pop("status", None)
+    return obj, None
+
+
+def apply(store, obj: dict, k: kinds.Kind, *, force: bool = False, check: bool = False):
+    """Create or patch ``obj``; returns ``(changed, before, after, method)``.
+
+    ``method`` is ``create``, ``update`` or ``None`` (nothing to do).  In check
+    mode nothing is written and ``after`` is the object the write would make
+    (without the fields only the store can fill, such as uid on create).
+    """
+    body, status = _split_status(obj, k)
+    md = body["metadata"]
+    expected_rv = md.pop("resourceVersion", None)
+    name, ns = md["name"], md.get("namespace")
+    for _ in range(_ATTEMPTS):
+        try:
+            before = store.get(k.key, name, ns)
+        except NotFound:
+            before = None
+        if before is None:
+            if expected_rv:
+                raise NotFound("resourceVersion given but the object does not exist", obj=meta.ref(body))
+            want = merge_patch({}, body)
+            meta.validate_object(want, for_create=True)
+            if check:
+                after = want
+                if status:
+                    after["status"] = merge_patch({}, status)
+                return True, None, after, "create"
+            try:
+                after = store.create(want)
+            except AlreadyExists:
+                continue  # someone else created it meanwhile: patch theirs
+            if status:
+                after = _write_status(store, after, merge_patch({}, status))
+            return True, None, after, "create"
+        if expected_rv and str(expected_rv) != before["metadata"].get("resourceVersion"):
+            raise common.conflict(k, name)
+        try:
+            changed, after = _update(store, before, body, status, k, force, check)
+        except Conflict:
+            if expected_rv:
+                raise
+            continue
+        return changed, before, after, ("update" if changed else None)
+    raise Conflict(f"the object kept changing while being updated ({_ATTEMPTS} attempts)", obj=meta.ref(body))
+
+
+def _update(store, before, body, status, k, force, check):
+    base = {key: value for key, value in before.items() if key != "status" or not k.status_subresource}
+    want = merge_patch({}, body) if force else merge_patch(base, body)
+    meta.validate_object(want, for_create=False)
+    predicted = common.merged_update(before, want, k)  # raises Forbidden as the store would
+    predicted["metadata"]["resourceVersion"] = before["metadata"].get("resourceVersion")
+    changed = not common.same(predicted, before)
+    after = before
+    if changed:
+        if check:
+            after = predicted
+        else:
+            want["metadata"]["resourceVersion"] = before["metadata"]["resourceVersion"]
+            after = store.update(want)
+    if status is not None:
+        want_status = merge_patch({}, status) if force else merge_patch(after.get("status") or {}, status)
+        if want_status != (after.get("status") or {}):
+            changed = True
+            if check:
+                after = copy.deepcopy(after)
+                after["status"] = want_status
+            else:
+                after = _write_status(store, after, want_status)
+    return changed, after
+
+
+def _write_status(store, obj: dict, status: dict) -> dict:
+    obj = copy.deepcopy(obj)
+    obj["status"] = status
+    return store.update_status(obj)
+
+
+def remove(
+    store,
+    k: kinds.Kind,
+    name: str,
+    namespace: str | None,
+    *,
+    check: bool = False,
+    wait: bool = False,
+    timeout: float = 300,
+    sleep: float = 2,
+):
+    """Delete an object; returns ``(changed, before, after)``.
+
+    ``after`` is None once the object is gone, or the object still held by its
+    finalizers.  With ``wait`` it polls until the object is gone and raises
+    Timeout naming the finalizers still holding it.
+    """
+    ns = namespace if k.namespaced else None
+    try:
+        before = store.get(k.key, name, ns)
+    except NotFound:
+        return False, None, None
+    if meta.is_deleting(before):
+        changed, after = False, before
+    elif check:
+        after = None
+        if meta.finalizers(before):
+            after = copy.deepcopy(before)
+            after["metadata"]["deletionTimestamp"] = "(set by the store)"
+        return True, before, after
+    else:
+        changed = True
+        try:
+            after = store.delete(k.key, name, ns)
+        except NotFound:
+            return False, None, None
+    if not wait or after is None or check:
+        return changed, before, after
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            after = store.get(k.key, name, ns)
+        except NotFound:
+            return changed, before, None
+        if time.monotonic() >= deadline:
+            raise Timeout(
+                f"still present after {timeout:g}s: being deleted, waiting for finalizers "
+                f"{', '.join(meta.finalizers(after)) or '(none)'}",
+                obj=meta.ref(after),
+            )
+        time.sleep(sleep)

@@ -1,0 +1,94 @@
+"""The CapiModule base: option fallbacks, no_log, the one error path."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule, mask
+
+
+def finish(capsys, fn) -> dict:
+    with pytest.raises(SystemExit):
+        fn()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_k8s_auth_variables_fill_a_kubernetes_store(monkeypatch):
+    monkeypatch.setenv("K8S_AUTH_HOST", "https://127.0.0.1:6443")
+    monkeypatch.setenv("K8S_AUTH_API_KEY", "token-from-awx")
+    monkeypatch.setenv("K8S_AUTH_VERIFY_SSL", "no")
+    monkeypatch.setenv("K8S_AUTH_SSL_CA_CERT", "/ca.pem")
+    with patch_module_args({"store": {"kind": "kubernetes", "context": "given"}}):
+        module = CapiModule(argument_spec={})
+    opts = module.store_options()
+    assert opts["host"] == "https://127.0.0.1:6443" and opts["api_key"] == "token-from-awx"
+    assert opts["validate_certs"] is False and opts["ca_cert"] == "/ca.pem" and opts["context"] == "given"
+    assert "token-from-awx" in module.no_log_values
+
+
+def test_sqlite_is_the_default_and_ignores_k8s_variables(monkeypatch, tmp_path):
+    monkeypatch.setenv("K8S_AUTH_HOST", "https://127.0.0.1:6443")
+    monkeypatch.setenv("BAREMETAL_CAPI_STORE_PATH", str(tmp_path / "env.db"))
+    monkeypatch.delenv("BAREMETAL_CAPI_STORE_KIND", raising=False)
+    with patch_module_args({}):
+        module = CapiModule(argument_spec={})
+    opts = module.store_options()
+    assert opts["kind"] == "sqlite" and opts["host"] is None and opts["path"] == str(tmp_path / "env.db")
+    assert module.store.path == str(tmp_path / "env.db")
+    module.close_store()
+
+
+def test_errors_fail_once_without_secrets(capsys, tmp_path):
+    def engine():
+        raise NotFound('metal3machines "m" not found', obj="Metal3Machine default/m", field="spec.hostSelector")
+
+    # exit_json / fail_json need the serialization profile patch_module_args sets: stay inside it.
+    with patch_module_args({"store": {"path": str(tmp_path / "s.db"), "api_key": "never-shown"}}):
+        result = finish(capsys, lambda: CapiModule(argument_spec={}).run(engine))
+    assert result["failed"] is True and result["error"] == "NotFound"
+    assert result["msg"] == 'Metal3Machine default/m: spec.hostSelector: metal3machines "m" not found'
+    assert "never-shown" not in json.dumps(result)
+
+
+def test_unexpected_exception_is_one_failure(capsys, tmp_path):
+    def buggy():
+        return {}["missing"]
+
+    with patch_module_args({"store": {"path": str(tmp_path / "s.db")}}):
+        result = finish(capsys, lambda: CapiModule(argument_spec={}).run(buggy))
+    assert result["failed"] is True and result["msg"] == "unexpected error: KeyError: 'missing'"
+    assert "exception" not in result  # the traceback only at -vvv / ANSIBLE_DEBUG
+
+
+def test_maas_options_fall_back_to_environment(monkeypatch, capsys):
+    monkeypatch.setenv("MAAS_URL", "http://127.0.0.1:5240/MAAS")
+    monkeypatch.setenv("MAAS_API_KEY", "a:b:c-secret")
+    with patch_module_args({}):
+        module = CapiModule(argument_spec={}, store=False, maas=True)
+    assert module.maas_options() == dict(url="http://127.0.0.1:5240/MAAS", api_key="a:b:c-secret", validate_certs=True)
+    assert "a:b:c-secret" in module.no_log_values
+
+    monkeypatch.delenv("MAAS_API_KEY")
+    with patch_module_args({}):
+        result = finish(capsys, CapiModule(argument_spec={}, store=False, maas=True).maas_options)
+    assert result["failed"] and "maas_api_key" in result["msg"]
+
+
+def test_mask_only_touches_secrets():
+    objs = [
+        {"kind": "Secret", "data": {"a": "eA=="}, "stringData": {"b": "y"}},
+        {"kind": "ConfigMap", "data": {"a": "x"}},
+    ]
+    assert mask(objs) == [
+        {
+            "kind": "Secret",
+            "data": {"a": "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"},
+            "stringData": {"b": "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"},
+        },
+        {"kind": "ConfigMap", "data": {"a": "x"}},
+    ]
+    assert objs[0]["data"] == {"a": "eA=="}
