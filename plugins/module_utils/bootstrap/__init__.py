@@ -1,0 +1,1 @@
+"""Kubeadm bootstrap data, as the Cluster API kubeadm bootstrap provider renders it."""
