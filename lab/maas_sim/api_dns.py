@@ -1,0 +1,208 @@
+"""DomainsHandler, DomainHandler, DNSResourcesHandler, DNSResourceHandler
+(src/maasserver/api/domains.py, dnsresources.py, forms/dnsresource.py)."""
+
+from __future__ import annotations
+
+import ipaddress
+
+from lab.maas_sim import render
+from lab.maas_sim.api import Ctx, handler
+from lab.maas_sim.api_machines import _check_admin
+from lab.maas_sim.forms import BadRequest, NotFound, ValidationError, int_param, string_bool
+
+domains = handler("DomainsHandler", "domains/", "Manage domains.")
+domain_h = handler("DomainHandler", "domains/{id}/", "Manage domain.")
+dnsresources = handler("DNSResourcesHandler", "dnsresources/", "Manage dnsresources.")
+dnsresource_h = handler("DNSResourceHandler", "dnsresources/{id}/", "Manage dnsresource.")
+
+
+# -- domains ---------------------------------------------------------------------
+
+
+@domains.action("GET")
+def list_domains(ctx: Ctx):
+    """List domains."""
+    return [render.domain(ctx.store, d) for d in sorted(ctx.store.domains.values(), key=lambda d: d["id"])]
+
+
+@domains.action("POST")
+def create_domain(ctx: Ctx):
+    """Create a domain (name, authoritative, ttl)."""
+    _check_admin(ctx)
+    name = ctx.data.get("name", "")
+    if not name:
+        raise ValidationError({"name": ["This field is required."]})
+    if ctx.store.domain_by_name(name):
+        raise ValidationError({"name": ["Domain with this Name already exists."]})
+    d = {"id": ctx.store.next_id("domain"), "name": name, "ttl": int_param(ctx.data, "ttl"),
+         "authoritative": string_bool(ctx.data, "authoritative", True)}  # fmt: skip
+    ctx.store.domains[d["id"]] = d
+    return render.domain(ctx.store, d)
+
+
+def _domain(ctx: Ctx, id: str) -> dict:
+    d = ctx.store.domains.get(int(id)) if id.lstrip("-").isdigit() else None
+    if d is None:
+        raise NotFound("No Domain matches the given query.")
+    return d
+
+
+@domain_h.action("GET")
+def read_domain(ctx: Ctx, id: str):
+    """A domain."""
+    return render.domain(ctx.store, _domain(ctx, id))
+
+
+@domain_h.action("PUT")
+def update_domain(ctx: Ctx, id: str):
+    """Update a domain (name, authoritative, ttl)."""
+    _check_admin(ctx)
+    d = _domain(ctx, id)
+    if "name" in ctx.data:
+        d["name"] = ctx.data.get("name")
+    if "ttl" in ctx.data:
+        d["ttl"] = int_param(ctx.data, "ttl")
+    if "authoritative" in ctx.data:
+        d["authoritative"] = string_bool(ctx.data, "authoritative")
+    return render.domain(ctx.store, d)
+
+
+@domain_h.action("POST", "set_default")
+def set_default_domain(ctx: Ctx, id: str):
+    """Make this the default domain."""
+    _check_admin(ctx)
+    ctx.store.default_domain = _domain(ctx, id)["id"]
+    return render.domain(ctx.store, ctx.store.domains[ctx.store.default_domain])
+
+
+@domain_h.action("DELETE")
+def delete_domain(ctx: Ctx, id: str):
+    """Delete a domain."""
+    _check_admin(ctx)
+    d = _domain(ctx, id)
+    if d["id"] == ctx.store.default_domain:
+        raise BadRequest("This domain is the default domain, it cannot be deleted.")
+    if any(m.domain == d["id"] for m in ctx.store.machines.values()) or any(
+        r["domain"] == d["id"] for r in ctx.store.dnsresources.values()
+    ):
+        raise BadRequest("This domain is in use and cannot be deleted.")
+    del ctx.store.domains[d["id"]]
+    return None
+
+
+# -- DNS resources ---------------------------------------------------------------
+
+
+def _split_fqdn(ctx: Ctx, fqdn: str) -> tuple[str, dict]:
+    """separate_fqdn + get_domain_or_404: the first label is the name, the rest the domain."""
+    name, _, domainname = fqdn.partition(".")
+    d = ctx.store.domain_by_name(domainname)
+    if d is None:
+        raise NotFound("No Domain matches the given query.")
+    return name, d
+
+
+def _ip_list(value: str) -> list[str]:
+    ips = value.replace(",", " ").split()
+    bad = [ip for ip in ips if not _is_ip(ip)]
+    if bad:
+        raise ValidationError({"ip_addresses": [f"'{bad[0]}' is not a valid IP address."]})
+    return ips
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _apply_dns_fields(ctx: Ctx, r: dict, creating: bool) -> None:
+    data = ctx.data
+    fqdn, name, domainname = data.get("fqdn"), data.get("name"), data.get("domain")
+    if name is None and domainname is None and fqdn:
+        r["name"], d = _split_fqdn(ctx, fqdn)
+        r["domain"] = d["id"]
+    else:
+        if domainname is not None:
+            d = _domain(ctx, domainname) if domainname.isdigit() else ctx.store.domain_by_name(domainname)
+            if d is None:
+                raise NotFound("No Domain matches the given query.")
+            r["domain"] = d["id"]
+        elif creating:
+            r["domain"] = ctx.store.default_domain
+        if name is not None:
+            r["name"] = name
+    if creating and not r.get("name"):
+        raise ValidationError({"name": ["This field is required."]})
+    if "address_ttl" in data:
+        r["address_ttl"] = int_param(data, "address_ttl")
+    if "ip_addresses" in data:
+        r["ip_addresses"] = [[ctx.store.next_id("ip"), ip] for ip in _ip_list(data.get("ip_addresses"))]
+    clash = [o for o in ctx.store.dnsresources.values()
+             if o["id"] != r["id"] and o["name"] == r["name"] and o["domain"] == r["domain"]]  # fmt: skip
+    if clash:
+        raise ValidationError({"__all__": ["Labels must be unique within their zone."]})
+
+
+@dnsresources.action("GET")
+def list_dnsresources(ctx: Ctx):
+    """List DNS resources (filters: fqdn, name, domain, rrtype, all)."""
+    q, store = ctx.query, ctx.store
+    name, domainname = q.get("name"), q.get("domain")
+    if q.get("fqdn") and name is None and domainname is None:
+        name, _, domainname = q.get("fqdn").partition(".")
+    out = []
+    for r in sorted(store.dnsresources.values(), key=lambda r: r["id"]):
+        if name is not None and r["name"] != name:
+            continue
+        if domainname is not None and store.domains[r["domain"]]["name"] != domainname:
+            continue
+        if q.get("rrtype") and q.get("rrtype").upper() not in ("A", "AAAA"):
+            continue
+        out.append(render.dnsresource(store, r))
+    return out
+
+
+@dnsresources.action("POST")
+def create_dnsresource(ctx: Ctx):
+    """Create a DNS resource (fqdn or name+domain, address_ttl, ip_addresses space-separated)."""
+    _check_admin(ctx)
+    r = {"id": None, "name": None, "domain": None, "address_ttl": None, "ip_addresses": []}
+    _apply_dns_fields(ctx, r, creating=True)
+    r["id"] = ctx.store.next_id("dnsresource")
+    ctx.store.dnsresources[r["id"]] = r
+    return render.dnsresource(ctx.store, r)
+
+
+def _dnsresource(ctx: Ctx, id: str) -> dict:
+    r = ctx.store.dnsresources.get(int(id)) if id.isdigit() else None
+    if r is None:
+        raise NotFound("No DNSResource matches the given query.")
+    return r
+
+
+@dnsresource_h.action("GET")
+def read_dnsresource(ctx: Ctx, id: str):
+    """A DNS resource."""
+    return render.dnsresource(ctx.store, _dnsresource(ctx, id))
+
+
+@dnsresource_h.action("PUT")
+def update_dnsresource(ctx: Ctx, id: str):
+    """Update a DNS resource (fqdn, name, domain, address_ttl, ip_addresses)."""
+    _check_admin(ctx)
+    r = _dnsresource(ctx, id)
+    updated = dict(r)
+    _apply_dns_fields(ctx, updated, creating=False)
+    r.update(updated)
+    return render.dnsresource(ctx.store, r)
+
+
+@dnsresource_h.action("DELETE")
+def delete_dnsresource(ctx: Ctx, id: str):
+    """Delete a DNS resource."""
+    _check_admin(ctx)
+    del ctx.store.dnsresources[_dnsresource(ctx, id)["id"]]
+    return None
