@@ -70,9 +70,7 @@ def make_machine(store, name, control_plane, version="v1.34.1", spec=None):
     labels = {names.CLUSTER_NAME_LABEL: "c1"}
     if control_plane:
         labels[names.CONTROL_PLANE_LABEL] = ""
-    machine = store.create(
-        meta.new("Machine", name, NS, labels=labels, spec={"clusterName": "c1", "version": version})
-    )
+    machine = store.create(meta.new("Machine", name, NS, labels=labels, spec={"clusterName": "c1", "version": version}))
     config = meta.new("KubeadmConfig", name, NS, labels=labels, spec=spec or {})
     meta.set_owner(config, machine, controller=True)
     return machine, store.create(config)
@@ -138,7 +136,10 @@ def test_ca_hash_matches_openssl(tmp_path):
     (tmp_path / "ca.crt").write_text(crt)
     out = subprocess.run(
         f"openssl x509 -in {tmp_path}/ca.crt -pubkey -noout | openssl pkey -pubin -outform der | sha256sum",
-        shell=True, check=True, capture_output=True, text=True,
+        shell=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.split()[0]
     assert pki.ca_cert_hashes(crt) == [f"sha256:{out}"]
 
@@ -161,17 +162,24 @@ def test_first_control_plane_gets_init_the_others_wait(store):
     doc = parse_cloud_config(value)
     paths = [f["path"] for f in doc["write_files"]]
     assert paths == [
-        "/etc/kubernetes/pki/ca.crt", "/etc/kubernetes/pki/ca.key",
-        "/etc/kubernetes/pki/etcd/ca.crt", "/etc/kubernetes/pki/etcd/ca.key",
-        "/etc/kubernetes/pki/front-proxy-ca.crt", "/etc/kubernetes/pki/front-proxy-ca.key",
-        "/etc/kubernetes/pki/sa.pub", "/etc/kubernetes/pki/sa.key",
-        "/etc/motd", "/run/kubeadm/kubeadm.yaml", "/run/cluster-api/placeholder",
+        "/etc/kubernetes/pki/ca.crt",
+        "/etc/kubernetes/pki/ca.key",
+        "/etc/kubernetes/pki/etcd/ca.crt",
+        "/etc/kubernetes/pki/etcd/ca.key",
+        "/etc/kubernetes/pki/front-proxy-ca.crt",
+        "/etc/kubernetes/pki/front-proxy-ca.key",
+        "/etc/kubernetes/pki/sa.pub",
+        "/etc/kubernetes/pki/sa.key",
+        "/etc/motd",
+        "/run/kubeadm/kubeadm.yaml",
+        "/run/cluster-api/placeholder",
     ]
     perms = {f["path"]: f["permissions"] for f in doc["write_files"]}
     assert perms["/etc/kubernetes/pki/ca.key"] == "0600" and perms["/etc/kubernetes/pki/ca.crt"] == "0640"
     assert doc["runcmd"] == [
         "echo pre",
-        "kubeadm init --config /run/kubeadm/kubeadm.yaml  && echo success > /run/cluster-api/bootstrap-success.complete",
+        "kubeadm init --config /run/kubeadm/kubeadm.yaml  && "
+        "echo success > /run/cluster-api/bootstrap-success.complete",
         "echo post",
     ]
     kubeadm_yaml = next(f["content"] for f in doc["write_files"] if f["path"] == "/run/kubeadm/kubeadm.yaml")
@@ -181,11 +189,14 @@ def test_first_control_plane_gets_init_the_others_wait(store):
     assert cc["clusterName"] == "c1" and cc["kubernetesVersion"] == "v1.34.1"
     assert cc["controlPlaneEndpoint"] == "127.0.3.1:6443"
     assert cc["networking"] == {
-        "dnsDomain": "cluster.local", "podSubnet": "10.244.0.0/16,fd00:244::/56", "serviceSubnet": "10.96.0.0/12"
+        "dnsDomain": "cluster.local",
+        "podSubnet": "10.244.0.0/16,fd00:244::/56",
+        "serviceSubnet": "10.96.0.0/12",
     }
     assert ic["kind"] == "InitConfiguration"
     assert ic["nodeRegistration"]["kubeletExtraArgs"][1] == {
-        "name": "provider-id", "value": "metal3://{{ ds.meta_data.providerid }}"
+        "name": "provider-id",
+        "value": "metal3://{{ ds.meta_data.providerid }}",
     }
     assert ic["nodeRegistration"]["taints"] is None
     cfg = store.get("KubeadmConfig", "c1-cp-a", NS)
@@ -222,7 +233,8 @@ def test_joins_after_initialisation(store):
 
     ca_crt = kubeadm.ensure_certificates(store, store.get("Cluster", "c1", NS))[0]["ca"]["crt"]
     cp_doc = parse_cloud_config(secret_value(store, "c1-cp-b")[0])
-    assert [f["path"] for f in cp_doc["write_files"]][:2] == ["/etc/kubernetes/pki/ca.crt", "/etc/kubernetes/pki/ca.key"]
+    paths = [f["path"] for f in cp_doc["write_files"]]
+    assert paths[:2] == ["/etc/kubernetes/pki/ca.crt", "/etc/kubernetes/pki/ca.key"]
     join_text = next(f["content"] for f in cp_doc["write_files"] if f["path"] == kubeadm.JOIN_CONFIG_PATH)
     assert not join_text.startswith("---")
     join = yaml.safe_load(join_text)
@@ -276,7 +288,8 @@ def test_token_is_extended_while_the_machine_has_no_node(store):
     token_id = cfg["spec"]["joinConfiguration"]["discovery"]["bootstrapToken"]["token"].split(".")[0]
     assert tokens.expiration(token_id) == "2026-01-01T00:15:00Z"
     # Less than TTL*5/6 gone: untouched.
-    step = kubeadm.reconcile_config(store, cfg, tokens=tokens, token_ttl=900, now=lambda: t0 + datetime.timedelta(seconds=100))
+    soon = t0 + datetime.timedelta(seconds=100)
+    step = kubeadm.reconcile_config(store, cfg, tokens=tokens, token_ttl=900, now=lambda: soon)
     assert not step.changed and tokens.expiration(token_id) == "2026-01-01T00:15:00Z"
     # More: extended to now + TTL.
     later = t0 + datetime.timedelta(seconds=300)
