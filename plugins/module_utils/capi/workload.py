@@ -1,0 +1,221 @@
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The workload cluster's API, as Cluster API reaches it.
+
+Cluster API talks to a workload cluster with the kubeconfig in the
+``<cluster>-kubeconfig`` Secret (key ``value``) next to the Cluster; a module
+option can hand an override instead.  Only Nodes are needed: list by label
+selector, get, patch (providerID, labels, taints, annotations), delete, and
+the server version.  Nodes come back as plain dicts shaped like the API's JSON,
+the same shape as every other object of the collection.
+
+Clients are cached per kubeconfig (its text), so the many machines of a batch
+reconcile share one connection pool.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import threading
+
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
+    CapiError,
+    Conflict,
+    Invalid,
+    NotFound,
+    Requeue,
+)
+from ansible_collections.baremetal.capi.plugins.module_utils.model import names
+
+MERGE_PATCH = "application/merge-patch+json"
+
+# Seconds for one request to the workload API; a workload API that is not up
+# yet is normal while its first control plane machine boots.
+REQUEST_TIMEOUT = 15
+
+_CACHE: dict[str, WorkloadClient] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+class WorkloadUnavailable(Requeue):
+    """The workload API cannot be reached (yet): try again later."""
+
+
+def kubeconfig_secret_name(cluster_name: str) -> str:
+    return f"{cluster_name}{names.KUBECONFIG_SECRET_SUFFIX}"
+
+
+def kubeconfig_from_store(store, cluster_name: str, namespace: str) -> str:
+    """The kubeconfig text in the ``<cluster>-kubeconfig`` Secret.  NotFound when there is none yet."""
+    secret = store.get("Secret", kubeconfig_secret_name(cluster_name), namespace)
+    data = secret.get("data") or {}
+    value = data.get(names.KUBECONFIG_SECRET_KEY)
+    if not value:
+        raise Invalid(
+            f"Secret {namespace}/{kubeconfig_secret_name(cluster_name)} has no key {names.KUBECONFIG_SECRET_KEY!r}",
+            field="data",
+        )
+    try:
+        return base64.b64decode(value).decode()
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise Invalid(
+            f"Secret {namespace}/{kubeconfig_secret_name(cluster_name)}: data.value is not base64 text: {exc}",
+            field="data.value",
+        ) from None
+
+
+def client_for(store, cluster_name: str, namespace: str, kubeconfig: str | None = None) -> WorkloadClient:
+    """A (cached) client for a Cluster's workload API.
+
+    ``kubeconfig`` overrides the Secret: kubeconfig text, or a path to a file.
+    Raises NotFound when the Secret does not exist (the control plane is not up yet).
+    """
+    if kubeconfig:
+        text = kubeconfig
+        if "\n" not in kubeconfig and not kubeconfig.lstrip().startswith("{"):
+            try:
+                with open(kubeconfig, encoding="utf-8") as fh:
+                    text = fh.read()
+            except OSError as exc:
+                raise Invalid(f"cannot read kubeconfig {kubeconfig}: {exc}", field="kubeconfig") from None
+    else:
+        text = kubeconfig_from_store(store, cluster_name, namespace)
+    return cached_client(text)
+
+
+def cached_client(kubeconfig_text: str) -> WorkloadClient:
+    key = hashlib.sha256(kubeconfig_text.encode()).hexdigest()
+    with _CACHE_LOCK:
+        client = _CACHE.get(key)
+        if client is None:
+            client = _CACHE[key] = WorkloadClient(kubeconfig_text)
+        return client
+
+
+def clear_cache() -> None:
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+def _selector_string(selector) -> str | None:
+    if selector is None or isinstance(selector, str):
+        return selector or None
+    if isinstance(selector, dict) and set(selector) <= {"matchLabels", "matchExpressions"}:
+        from ansible_collections.baremetal.capi.plugins.module_utils.model import selectors
+
+        return str(selectors.parse(selector)) or None
+    if isinstance(selector, dict):  # a plain label map
+        return ",".join(f"{k}={v}" for k, v in selector.items()) or None
+    return str(selector) or None
+
+
+class WorkloadClient:
+    """Nodes of one workload cluster, through the ``kubernetes`` client."""
+
+    def __init__(self, kubeconfig_text: str):
+        import yaml
+        from kubernetes import client as k8s
+        from kubernetes import config as kconfig
+
+        try:
+            loaded = yaml.safe_load(kubeconfig_text)
+            api_client = kconfig.new_client_from_config_dict(loaded)
+        except Exception as exc:  # the kubernetes loader raises many kinds
+            raise Invalid(f"unusable workload kubeconfig: {exc}", field="kubeconfig") from None
+        self.server = api_client.configuration.host
+        self._core = k8s.CoreV1Api(api_client)
+        self._version = k8s.VersionApi(api_client)
+
+    # -- the error mapping ------------------------------------------------------
+
+    def _call(self, what: str, fn, *args, **kwargs):
+        from kubernetes.client.exceptions import ApiException
+
+        kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
+        kwargs.setdefault("_preload_content", False)
+        try:
+            resp = fn(*args, **kwargs)
+        except ApiException as exc:
+            body = exc.body.decode() if isinstance(exc.body, bytes) else (exc.body or "")
+            try:
+                message = json.loads(body).get("message") or body
+            except ValueError:
+                message = body or str(exc.reason)
+            if exc.status == 404:
+                raise NotFound(f"{what}: {message}") from None
+            if exc.status == 409:
+                raise Conflict(f"{what}: {message}") from None
+            if exc.status in (502, 503, 504) or exc.status == 0:
+                raise WorkloadUnavailable(f"workload API {self.server} unavailable: {message}", after=5) from None
+            raise CapiError(f"{what}: workload API {self.server} answered {exc.status}: {message}") from None
+        except Exception as exc:  # urllib3 connection errors and timeouts
+            raise WorkloadUnavailable(
+                f"workload API {self.server} unreachable: {type(exc).__name__}: {exc}", after=5
+            ) from None
+        data = resp.data
+        return json.loads(data) if data else {}
+
+    # -- Nodes --------------------------------------------------------------------
+
+    def list_nodes(self, label_selector=None) -> list[dict]:
+        """Nodes matching a label selector (string, LabelSelector mapping or label map)."""
+        kwargs = {}
+        sel = _selector_string(label_selector)
+        if sel:
+            kwargs["label_selector"] = sel
+        out = self._call("list Nodes", self._core.list_node, **kwargs)
+        return sorted(out.get("items") or [], key=lambda n: n["metadata"]["name"])
+
+    def get_node(self, name: str) -> dict | None:
+        """The Node, or None when it does not exist."""
+        try:
+            return self._call(f"Node {name}", self._core.read_node, name)
+        except NotFound:
+            return None
+
+    def patch_node(self, name: str, patch: dict, resource_version: str | None = None) -> dict:
+        """A JSON merge patch; with ``resource_version`` it applies only to that version (Conflict otherwise).
+
+        Lists (taints) are replaced whole by a merge patch, so callers that
+        rewrite one pass the version they read.
+        """
+        body = json.loads(json.dumps(patch))
+        if resource_version:
+            body.setdefault("metadata", {})["resourceVersion"] = str(resource_version)
+        return self._call(f"Node {name}", self._core.patch_node, name, body, _content_type=MERGE_PATCH)
+
+    def set_provider_id(self, name: str, provider_id: str) -> dict:
+        return self.patch_node(name, {"spec": {"providerID": provider_id}})
+
+    def delete_node(self, name: str) -> bool:
+        """Delete the Node; False if it was already gone."""
+        try:
+            self._call(f"Node {name}", self._core.delete_node, name)
+        except NotFound:
+            return False
+        return True
+
+    def server_version(self) -> str:
+        return self._call("version", self._version.get_code).get("gitVersion", "")
+
+
+def node_ready(node: dict) -> str:
+    """The status of the Node's Ready condition: "True", "False" or "Unknown"."""
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return cond.get("status") or "Unknown"
+    return "Unknown"
+
+
+__all__ = [
+    "WorkloadClient",
+    "WorkloadUnavailable",
+    "cached_client",
+    "clear_cache",
+    "client_for",
+    "kubeconfig_from_store",
+    "kubeconfig_secret_name",
+    "node_ready",
+]

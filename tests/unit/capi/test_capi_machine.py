@@ -1,0 +1,223 @@
+"""Cluster API core duties for a Machine: pure functions, then reconcile against sqlite + the lab's kube-apiserver."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from capi_objects import cluster, machine, metal3_cluster, metal3_machine, put, set_status
+from conftest import kubeconfig_secret
+
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import cluster as capi_cluster
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import machine as capi_machine
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, names
+
+UNINIT = {"key": "node.cluster.x-k8s.io/uninitialized", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize(
+    "spec, status, deleting, want",
+    [
+        ({}, {}, False, "Pending"),
+        ({"bootstrap": {"dataSecretName": "b"}}, {}, False, "Provisioning"),
+        ({"bootstrap": {"dataSecretName": "b"}, "providerID": "metal3://a/b/c"}, {}, False, "Provisioned"),
+        (
+            {"bootstrap": {"dataSecretName": "b"}, "providerID": "metal3://a/b/c"},
+            {"initialization": {"infrastructureProvisioned": True}, "nodeRef": {"name": "n"}},
+            False,
+            "Running",
+        ),
+        ({"providerID": "p"}, {"nodeRef": {"name": "n"}}, False, "Provisioned"),  # nodeRef without infra provisioned
+        ({"providerID": "p"}, {}, True, "Deleting"),
+    ],
+)
+def test_phase(spec, status, deleting, want):
+    m = {"metadata": {"name": "m"}, "spec": spec, "status": status}
+    if deleting:
+        m["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert capi_machine.phase(m) == want
+
+
+def test_node_patch_annotations_labels_taint():
+    m = machine("m1", labels={"node-role.kubernetes.io/worker": "", "x.node.cluster.x-k8s.io/pool": "a", "other": "z"})
+    m["metadata"]["ownerReferences"] = [
+        {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet", "name": "ms", "uid": "u", "controller": True}
+    ]
+    node = {
+        "metadata": {
+            "name": "n1",
+            "labels": {"node.cluster.x-k8s.io/old": "x"},
+            "annotations": {names.LABELS_FROM_MACHINE_ANNOTATION: "node.cluster.x-k8s.io/old"},
+        },
+        "spec": {"taints": [UNINIT, {"key": "keep", "effect": "NoExecute"}]},
+    }
+    patch = capi_machine.node_patch(m, node)
+    ann = patch["metadata"]["annotations"]
+    assert ann[names.CLUSTER_NAME_ANNOTATION] == "c1"
+    assert ann[names.CLUSTER_NAMESPACE_ANNOTATION] == "default"
+    assert ann[names.MACHINE_ANNOTATION] == "m1"
+    assert ann[names.OWNER_KIND_ANNOTATION] == "MachineSet" and ann[names.OWNER_NAME_ANNOTATION] == "ms"
+    assert ann[names.LABELS_FROM_MACHINE_ANNOTATION] == "node-role.kubernetes.io/worker,x.node.cluster.x-k8s.io/pool"
+    assert patch["metadata"]["labels"] == {
+        "node-role.kubernetes.io/worker": "",
+        "x.node.cluster.x-k8s.io/pool": "a",
+        "node.cluster.x-k8s.io/old": None,
+    }
+    assert patch["spec"]["taints"] == [{"key": "keep", "effect": "NoExecute"}]
+
+
+def test_node_patch_none_when_in_line():
+    m = machine("m1")
+    node = {
+        "metadata": {
+            "name": "n1",
+            "annotations": {
+                names.CLUSTER_NAME_ANNOTATION: "c1",
+                names.CLUSTER_NAMESPACE_ANNOTATION: "default",
+                names.MACHINE_ANNOTATION: "m1",
+                names.LABELS_FROM_MACHINE_ANNOTATION: "",
+            },
+        },
+        "spec": {},
+    }
+    assert capi_machine.node_patch(m, node) is None
+
+
+def _provisioned_world(store, workload_kubeconfig, provider_id, *, extra_cp=False):
+    put(store, cluster())
+    put(store, kubeconfig_secret("c1", "default", workload_kubeconfig))
+    put(store, machine("m1", control_plane=True))
+    if extra_cp:
+        put(store, machine("cp-other", control_plane=True))
+    m3m = put(store, metal3_machine("m1"))
+    m3m["spec"]["providerID"] = provider_id
+    store.update(m3m)
+    addresses = [{"type": "InternalIP", "address": "192.0.2.20"}, {"type": "Hostname", "address": "h1"}]
+    set_status(store, "Metal3Machine", "m1", "default", initialization={"provisioned": True}, addresses=addresses)
+    return addresses
+
+
+def test_reconcile_to_running_then_idempotent(store, workload, workload_kubeconfig):
+    provider_id = f"metal3://default/h-{uuid.uuid4().hex[:6]}/m1"
+    addresses = _provisioned_world(store, workload_kubeconfig, provider_id)
+    node = workload.make_node(provider_id=provider_id, taints=[UNINIT])
+
+    step = capi_machine.reconcile(store, store.get("Machine", "m1", "default"))
+    assert step.done and step.changed, step.message
+    m = store.get("Machine", "m1", "default")
+    assert m["spec"]["providerID"] == provider_id
+    assert m["status"]["nodeRef"] == {"name": node["metadata"]["name"]}
+    assert m["status"]["addresses"] == addresses
+    assert m["status"]["phase"] == "Running"
+    assert m["status"]["initialization"] == {"bootstrapDataSecretCreated": True, "infrastructureProvisioned": True}
+    assert names.MACHINE_FINALIZER in m["metadata"]["finalizers"]
+    assert conditions.is_true(m, names.NODE_READY) and conditions.is_true(m, names.READY)
+    n = workload.get_node(node["metadata"]["name"])
+    assert "taints" not in n["spec"] or UNINIT not in n["spec"]["taints"]
+    assert n["metadata"]["annotations"][names.MACHINE_ANNOTATION] == "m1"
+    m3m = store.get("Metal3Machine", "m1", "default")
+    owner = m3m["metadata"]["ownerReferences"][0]
+    assert owner["kind"] == "Machine" and owner["controller"] is True and owner["uid"] == m["metadata"]["uid"]
+    assert m3m["metadata"]["labels"][names.CLUSTER_NAME_LABEL] == "c1"
+
+    rv = m["metadata"]["resourceVersion"]
+    again = capi_machine.reconcile(store, m)
+    assert again.done and not again.changed
+    assert store.get("Machine", "m1", "default")["metadata"]["resourceVersion"] == rv
+
+
+def test_reconcile_waits_for_infrastructure(store):
+    put(store, cluster())
+    put(store, machine("m1"))
+    put(store, metal3_machine("m1"))
+    step = capi_machine.reconcile(store, store.get("Machine", "m1", "default"))
+    assert not step.done
+    m = store.get("Machine", "m1", "default")
+    assert m["status"]["phase"] == "Provisioning"
+    cond = conditions.get(m, names.INFRASTRUCTURE_READY)
+    assert cond["status"] == "False" and cond["reason"] == names.INFRASTRUCTURE_NOT_READY_REASON
+
+
+def test_paused_cluster_stops_machine(store):
+    put(store, cluster(paused=True))
+    put(store, machine("m1"))
+    step = capi_machine.reconcile(store, store.get("Machine", "m1", "default"))
+    assert not step.done and step.message == "paused"
+    assert conditions.is_true(store.get("Machine", "m1", "default"), names.PAUSED)
+
+
+def test_duplicate_provider_id_is_an_error(store, workload, workload_kubeconfig):
+    provider_id = f"metal3://default/h-{uuid.uuid4().hex[:6]}/m1"
+    _provisioned_world(store, workload_kubeconfig, provider_id)
+    workload.make_node(provider_id=provider_id)
+    workload.make_node(provider_id=provider_id)
+    with pytest.raises(CapiError, match="more than one Node"):
+        capi_machine.reconcile(store, store.get("Machine", "m1", "default"))
+
+
+def test_delete_removes_node_after_infrastructure_then_finalizer(store, workload, workload_kubeconfig):
+    provider_id = f"metal3://default/h-{uuid.uuid4().hex[:6]}/m1"
+    _provisioned_world(store, workload_kubeconfig, provider_id, extra_cp=True)
+    node = workload.make_node(provider_id=provider_id)
+    assert capi_machine.reconcile(store, store.get("Machine", "m1", "default")).done
+    # The infrastructure machine holds a finalizer, as the Metal3Machine flow would.
+    m3m = store.get("Metal3Machine", "m1", "default")
+    m3m["metadata"].setdefault("finalizers", []).append(names.METAL3_MACHINE_FINALIZER)
+    store.update(m3m)
+
+    store.delete("Machine", "m1", "default")
+    step = capi_machine.reconcile(store, store.get("Machine", "m1", "default"))
+    assert not step.done and "Metal3Machine m1" in step.message
+    assert store.get("Metal3Machine", "m1", "default")["metadata"].get("deletionTimestamp")
+    assert workload.get_node(node["metadata"]["name"]) is not None  # the Node waits for the infra machine
+    assert store.get("Machine", "m1", "default")["status"]["phase"] == "Deleting"
+
+    m3m = store.get("Metal3Machine", "m1", "default")
+    m3m["metadata"]["finalizers"] = []
+    store.update(m3m)  # the infrastructure machine goes
+    step = capi_machine.reconcile(store, store.get("Machine", "m1", "default"))
+    assert step.done, step.message
+    assert workload.get_node(node["metadata"]["name"]) is None
+    with pytest.raises(NotFound):
+        store.get("Machine", "m1", "default")
+
+
+def test_delete_keeps_node_of_last_control_plane(store, workload, workload_kubeconfig):
+    provider_id = f"metal3://default/h-{uuid.uuid4().hex[:6]}/m1"
+    _provisioned_world(store, workload_kubeconfig, provider_id)
+    node = workload.make_node(provider_id=provider_id)
+    assert capi_machine.reconcile(store, store.get("Machine", "m1", "default")).done
+    store.delete("Machine", "m1", "default")
+    m = store.get("Machine", "m1", "default")
+    while True:
+        step = capi_machine.reconcile(store, m)
+        if step.done:
+            break
+        m = store.get("Machine", "m1", "default")
+    assert "no control plane Machine is left" in step.message
+    assert workload.get_node(node["metadata"]["name"]) is not None
+
+
+def test_cluster_infrastructure_provisioned(store):
+    put(store, cluster())
+    put(store, metal3_cluster(port=6443))
+    step = capi_cluster.reconcile(store, store.get("Cluster", "c1", "default"))
+    assert not step.done
+    c = store.get("Cluster", "c1", "default")
+    assert c["spec"]["controlPlaneEndpoint"] == {"host": "192.0.2.10", "port": 6443}
+    assert c["status"]["phase"] == "Provisioning"
+    m3c = store.get("Metal3Cluster", "c1", "default")
+    assert m3c["metadata"]["labels"][names.CLUSTER_NAME_LABEL] == "c1"
+    assert m3c["metadata"]["ownerReferences"][0]["kind"] == "Cluster"
+    set_status(store, "Metal3Cluster", "c1", "default", initialization={"provisioned": True})
+    step = capi_cluster.reconcile(store, store.get("Cluster", "c1", "default"))
+    assert step.done and step.changed
+    c = store.get("Cluster", "c1", "default")
+    assert c["status"]["initialization"]["infrastructureProvisioned"] is True
+    assert c["status"]["phase"] == "Provisioned"
+    assert conditions.is_true(c, names.INFRASTRUCTURE_READY)
+    # Set once: it never flips back.
+    set_status(store, "Metal3Cluster", "c1", "default", initialization={"provisioned": False})
+    capi_cluster.reconcile(store, store.get("Cluster", "c1", "default"))
+    assert store.get("Cluster", "c1", "default")["status"]["initialization"]["infrastructureProvisioned"] is True
