@@ -100,7 +100,10 @@ def gateway_pool(gw: dict, objects: dict | None, where: str, field: str) -> tupl
 
 
 def referenced_pools(template: dict, objects: dict | None = None) -> dict:
-    """{pool name: {"apiGroup", "kind"}} of every pool the template names (getReferencedPools)."""
+    """{pool name: {"apiGroup", "kind", "field"}} of every pool the template names (getReferencedPools).
+
+    ``field`` is where the pool is first named, for messages.
+    """
     where = meta.ref(template)
     spec = template.get("spec") or {}
     pools: dict = {}
@@ -110,7 +113,7 @@ def referenced_pools(template: dict, objects: dict | None = None) -> dict:
             return
         group = (ref or {}).get("apiGroup") or M3_POOL_GROUP
         kind = (ref or {}).get("kind") or M3_POOL_KIND
-        old = pools.setdefault(name, {"apiGroup": group, "kind": kind})
+        old = pools.setdefault(name, {"apiGroup": group, "kind": kind, "field": field})
         if (old["apiGroup"], old["kind"]) != (group, kind):
             raise Invalid(
                 f'multiple references with the same name "{name}" but different resource types', obj=where, field=field
