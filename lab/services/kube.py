@@ -317,6 +317,42 @@ def _start_kcm(cfg: LabConfig, bins: Path, api: dict) -> int:
     return process.start(cfg, KCM, argv, ready=lambda: process.http_ok(url, context=insecure), timeout=90)
 
 
+def kubeconfig_path(cfg: LabConfig) -> Path:
+    """The admin kubeconfig of the lab's API server."""
+    return cfg.root / "kubeconfig"
+
+
+def _collection_importable() -> None:
+    """``python -m lab`` runs outside pytest: make ``ansible_collections.baremetal.capi`` importable
+    the way tests/conftest.py does (build/ansible_collections/baremetal/capi -> the work tree)."""
+    import os
+    import sys
+
+    from lab.config import REPO
+
+    link = REPO / "build" / "ansible_collections" / "baremetal" / "capi"
+    if not link.exists():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.symlink(REPO, link)
+        except FileExistsError:
+            pass
+    if str(REPO / "build") not in sys.path:
+        sys.path.insert(0, str(REPO / "build"))
+
+
+def apply_crds(cfg: LabConfig) -> dict:
+    """The collection's CRDs on the lab's API server (what the crds role does for users)."""
+    _collection_importable()
+    from ansible_collections.baremetal.capi.plugins.module_utils.model import crds
+
+    client = api_client(cfg)
+    try:
+        return crds.apply_crds(client)
+    finally:
+        client.close()
+
+
 def up(cfg: LabConfig) -> dict:
     bins = build.build(cfg)
     _start_etcd(cfg, bins)
@@ -331,9 +367,12 @@ def up(cfg: LabConfig) -> dict:
         bind_address=cfg.host,
         extra_tokens={_kcm_token(cfg): ("system:kube-controller-manager", "")},
     )
-    pki.write(cfg.root / "kubeconfig", Path(api["kubeconfig"]).read_bytes(), private=True)
+    pki.write(kubeconfig_path(cfg), Path(api["kubeconfig"]).read_bytes(), private=True)
+    applied = apply_crds(cfg)
+    # After the CRDs, so the garbage collector's first discovery already sees them.
     _start_kcm(cfg, bins, api)
     return {
+        "crds_created": len(applied["created"]),
         "server": api["server"],
         "version": api["version"],
         "kubeconfig": str(cfg.root / "kubeconfig"),

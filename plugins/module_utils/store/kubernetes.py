@@ -1,0 +1,287 @@
+"""The kubernetes store: the store protocol over a real Kubernetes API server.
+
+Objects are the custom resources of the collection's CRDs (model/crds.py) and
+the core Secret, ConfigMap, Namespace and Node.  The API server does what the
+protocol asks natively: optimistic concurrency by resourceVersion (409 ->
+Conflict), the status subresource, finalizers and deletionTimestamp; the
+garbage collector of kube-controller-manager removes dependents in the
+background (callers poll, as the protocol says).  Requests go through the
+``kubernetes`` package's DynamicClient with paths built from model/kinds.py,
+so no discovery round trips are paid per process.
+
+Connection options fall back to the variables AWX's Kubernetes credential
+injects, as kubernetes.core does: K8S_AUTH_KUBECONFIG, K8S_AUTH_CONTEXT,
+K8S_AUTH_HOST, K8S_AUTH_API_KEY, K8S_AUTH_SSL_CA_CERT, K8S_AUTH_VERIFY_SSL.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
+    AlreadyExists,
+    CapiError,
+    Conflict,
+    Forbidden,
+    Invalid,
+    NotFound,
+    StoreUnavailable,
+)
+from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, selectors
+
+try:
+    import urllib3
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.dynamic import DynamicClient
+
+    HAS_KUBERNETES = True
+except ImportError:  # reported when the store is opened
+    HAS_KUBERNETES = False
+
+ENV = {
+    "kubeconfig": "K8S_AUTH_KUBECONFIG",
+    "context": "K8S_AUTH_CONTEXT",
+    "host": "K8S_AUTH_HOST",
+    "api_key": "K8S_AUTH_API_KEY",
+    "ca_cert": "K8S_AUTH_SSL_CA_CERT",
+    "validate_certs": "K8S_AUTH_VERIFY_SSL",
+}
+# Selector operators the API server's string form takes; gt/lt are applied here.
+_SERVER_OPERATORS = {selectors.IN, selectors.NOT_IN, selectors.EXISTS, selectors.NOT_EXISTS, selectors.EQUALS}
+_SERVER_OPERATORS.add(selectors.NOT_EQUALS)
+
+
+def _truthy(value) -> bool:
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("1", "true", "yes", "on", "y")
+
+
+class _NoDiscovery:
+    """Paths come from model/kinds.py; the DynamicClient's discovery is not needed."""
+
+    def __init__(self, client, cache_file=None):
+        pass
+
+
+def api_client(kubeconfig=None, context=None, host=None, api_key=None, ca_cert=None, validate_certs=None):
+    """A ``kubernetes`` ApiClient from the options, each falling back to its K8S_AUTH_* variable."""
+    if not HAS_KUBERNETES:
+        raise StoreUnavailable("the kubernetes store needs the Python package 'kubernetes' (pip install kubernetes)")
+    given = dict(kubeconfig=kubeconfig, context=context, host=host, api_key=api_key, ca_cert=ca_cert)
+    given["validate_certs"] = validate_certs
+    opts = {key: value if value not in (None, "") else os.environ.get(ENV[key]) for key, value in given.items()}
+    conf = k8s_client.Configuration()
+    try:
+        if opts["kubeconfig"] or opts["context"] or not (opts["host"] and opts["api_key"]):
+            try:
+                if isinstance(opts["kubeconfig"], dict):
+                    k8s_config.load_kube_config_from_dict(
+                        opts["kubeconfig"], context=opts["context"], client_configuration=conf
+                    )
+                else:
+                    k8s_config.load_kube_config(
+                        config_file=opts["kubeconfig"], context=opts["context"], client_configuration=conf
+                    )
+            except (ConfigException, OSError):
+                if opts["kubeconfig"] or opts["context"] or opts["host"]:
+                    raise
+                # No kubeconfig anywhere: running in a pod (an AWX container group).
+                k8s_config.load_incluster_config(client_configuration=conf)
+    except (ConfigException, OSError, ValueError) as exc:
+        raise StoreUnavailable(f"cannot load the Kubernetes client configuration: {exc}") from exc
+    if opts["host"]:
+        conf.host = opts["host"]
+    if opts["api_key"]:
+        conf.api_key = {"authorization": f"Bearer {opts['api_key']}"}
+    if opts["ca_cert"]:
+        conf.ssl_ca_cert = opts["ca_cert"]
+    if opts["validate_certs"] is not None:
+        conf.verify_ssl = _truthy(opts["validate_certs"])
+    return k8s_client.ApiClient(conf)
+
+
+def path(kind: kinds.Kind, name: str | None = None, namespace: str | None = None, sub: str | None = None) -> str:
+    base = f"/api/{kind.version}" if kind.core else f"/apis/{kind.group}/{kind.version}"
+    if kind.namespaced and namespace:
+        base += f"/namespaces/{namespace}"
+    base += f"/{kind.plural}"
+    if name:
+        base += f"/{name}"
+    if sub:
+        base += f"/{sub}"
+    return base
+
+
+def _status_body(exc) -> dict:
+    try:
+        body = json.loads(exc.body or "{}")
+        return body if isinstance(body, dict) else {}
+    except (TypeError, ValueError):
+        return {}
+
+
+def translate(exc, kind: kinds.Kind, where: str) -> CapiError:
+    """The typed error for an API error (a Kubernetes Status)."""
+    status = _status_body(exc)
+    message = status.get("message") or f"{exc.status} {exc.reason}"
+    reason = status.get("reason")
+    details = status.get("details") or {}
+    causes = details.get("causes") or []
+    if exc.status == 404:
+        if not details.get("name") and "could not find the requested resource" in message:
+            return StoreUnavailable(
+                f"the API server does not serve {kind.crd_name if not kind.core else kind.plural} "
+                f"({kind.api_version}): apply the collection's CRDs (role baremetal.capi.crds)",
+                obj=where,
+            )
+        return NotFound(message, obj=where)
+    if exc.status == 409:
+        return AlreadyExists(message, obj=where) if reason == "AlreadyExists" else Conflict(message, obj=where)
+    if exc.status == 422:
+        field = causes[0].get("field") if causes else None
+        if any(c.get("reason") == "FieldValueForbidden" for c in causes):
+            return Forbidden(message, obj=where, field=field)
+        return Invalid(message, obj=where, field=field)
+    if exc.status == 403:
+        return Forbidden(message, obj=where)
+    if exc.status == 400:
+        return Invalid(message, obj=where)
+    return StoreUnavailable(f"{exc.status} {exc.reason}: {message}", obj=where)
+
+
+class KubernetesStore:
+    kind_name = "kubernetes"
+
+    def __init__(self, kubeconfig=None, context=None, host=None, api_key=None, ca_cert=None, validate_certs=None):
+        self.client = api_client(kubeconfig, context, host, api_key, ca_cert, validate_certs)
+        self.dyn = DynamicClient(self.client, discoverer=_NoDiscovery)
+
+    def close(self) -> None:
+        self.client.close()
+
+    # -- requests -------------------------------------------------------------
+
+    def _request(self, method: str, kind: kinds.Kind, where: str, url: str, body=None, **params) -> dict:
+        try:
+            resp = self.dyn.request(method, url, body=body, serialize=False, **params)
+        except ApiException as exc:
+            raise translate(exc, kind, where) from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise StoreUnavailable(
+                f"cannot reach the Kubernetes API at {self.client.configuration.host}: {exc}"
+            ) from exc
+        return self._clean(json.loads(resp.data), kind)
+
+    @staticmethod
+    def _clean(obj: dict, kind: kinds.Kind) -> dict:
+        # List items of core kinds come without apiVersion/kind; managedFields is server bookkeeping.
+        if obj.get("kind", "").endswith("List") and "items" in obj:
+            obj["items"] = [KubernetesStore._clean(item, kind) for item in obj["items"]]
+            return obj
+        obj.setdefault("apiVersion", kind.api_version)
+        obj.setdefault("kind", kind.kind)
+        (obj.get("metadata") or {}).pop("managedFields", None)
+        return obj
+
+    @staticmethod
+    def _where(kind: kinds.Kind, name, namespace) -> str:
+        return f"{kind.kind} {namespace + '/' if kind.namespaced and namespace else ''}{name or '?'}"
+
+    @staticmethod
+    def _ns(kind: kinds.Kind, namespace: str | None) -> str | None:
+        return (namespace or "default") if kind.namespaced else None
+
+    # -- reads ----------------------------------------------------------------
+
+    def get(self, kind, name: str, namespace: str | None = None) -> dict:
+        k = kinds.resolve(kind)
+        if not name:
+            raise Invalid("name is required", obj=k.kind, field="metadata.name")
+        ns = self._ns(k, namespace)
+        return self._request("GET", k, self._where(k, name, ns), path(k, name, ns))
+
+    def list(self, kind, namespace: str | None = None, label_selector=None) -> list[dict]:
+        k = kinds.resolve(kind)
+        sel = selectors.parse(label_selector, where="label_selector")
+        # The server filters by what its string form takes; gt/lt (CAPM3's host
+        # selector operators) are applied here, and the whole selector again for safety.
+        server_side = ",".join(str(r) for r in sel.requirements if r.operator in _SERVER_OPERATORS)
+        ns = namespace if k.namespaced else None
+        params = {"label_selector": server_side} if server_side else {}
+        items = self._request("GET", k, self._where(k, "*", ns), path(k, None, ns), **params)["items"]
+        out = [o for o in items if sel.matches(o["metadata"].get("labels"))]
+        return sorted(out, key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
+
+    # -- writes ---------------------------------------------------------------
+
+    def create(self, obj: dict) -> dict:
+        obj = copy.deepcopy(obj)
+        k = meta.validate_object(obj, for_create=True)
+        md = obj["metadata"]
+        if md.get("resourceVersion"):
+            raise Invalid(
+                "resourceVersion should not be set on objects to be created",
+                obj=meta.ref(obj),
+                field="metadata.resourceVersion",
+            )
+        for key in ("uid", "deletionTimestamp", "creationTimestamp", "generation", "managedFields"):
+            md.pop(key, None)
+        obj["apiVersion"] = k.api_version
+        ns = self._ns(k, md.get("namespace"))
+        where = meta.ref(obj)
+        try:
+            return self._request("POST", k, where, path(k, None, ns), body=obj)
+        except NotFound:
+            # A missing namespace is created, as the protocol says (the sqlite store does the same).
+            if not ns:
+                raise
+            try:
+                self.create(meta.new("Namespace", ns, namespace=None))
+            except AlreadyExists:
+                pass
+            return self._request("POST", k, where, path(k, None, ns), body=obj)
+
+    def update(self, obj: dict) -> dict:
+        return self._update(obj, status=False)
+
+    def update_status(self, obj: dict) -> dict:
+        return self._update(obj, status=True)
+
+    def _update(self, obj: dict, status: bool) -> dict:
+        k = meta.validate_object(obj, for_create=False)
+        if status and not k.status_subresource:
+            raise Invalid(f"{k.kind} has no status subresource", obj=meta.ref(obj), field="status")
+        body = copy.deepcopy(obj)
+        body["apiVersion"] = k.api_version
+        md = body["metadata"]
+        ns = self._ns(k, md.get("namespace"))
+        where = meta.ref(obj)
+        url = path(k, md["name"], ns, "status" if status else None)
+        if md.get("resourceVersion"):
+            return self._request("PUT", k, where, url, body=body)
+        # No resourceVersion: an unconditional update (custom resources insist on
+        # one, so take the current one and retry if someone slips in between).
+        for _ in range(5):
+            md["resourceVersion"] = self.get(k, md["name"], ns)["metadata"]["resourceVersion"]
+            try:
+                return self._request("PUT", k, where, url, body=body)
+            except Conflict:
+                continue
+        raise Conflict("the object kept changing during an unconditional update", obj=where)
+
+    def delete(self, kind, name: str, namespace: str | None = None) -> dict | None:
+        k = kinds.resolve(kind)
+        ns = self._ns(k, namespace)
+        where = self._where(k, name, ns)
+        # Background: the garbage collector removes dependents after the owner is gone.
+        self._request("DELETE", k, where, path(k, name, ns), propagation_policy="Background")
+        try:
+            return self.get(k, name, ns)
+        except NotFound:
+            return None
