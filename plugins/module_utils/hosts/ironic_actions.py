@@ -1,0 +1,487 @@
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The BareMetalHost state handlers of the ironic driver (bmo-ironic.md §2.2, §5, §6).
+
+``handle(ctx)`` runs the handler of the host's state.  A handler returns
+``ironic.NOW`` to go on at once (state moved, nothing to wait for), or the
+seconds until the next step is useful.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base, ironic_hardware
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic as drv
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_configdrive as cd
+from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
+
+NOW = drv.NOW
+S = names
+BUSY = (
+    "deploying",
+    "wait call-back",
+    "cleaning",
+    "clean wait",
+    "deleting",
+    "inspecting",
+    "inspect wait",
+    "verifying",
+    "adopting",
+    "rescuing",
+    "unrescuing",
+    "servicing",
+    "service wait",
+)
+
+
+def boot_mode_capability(boot_mode: str | None) -> str:
+    return {"UEFISecureBoot": "boot_mode:uefi,secure_boot:true", "legacy": "boot_mode:bios"}.get(
+        boot_mode or "", "boot_mode:uefi"
+    )
+
+
+def _merge_capabilities(current: str | None, boot_mode: str | None) -> str:
+    """Keep other capabilities, replace boot_mode and secure_boot (BMO capabilities.go)."""
+    kept = [c for c in (current or "").split(",") if c and not c.startswith(("boot_mode:", "secure_boot:"))]
+    return ",".join(kept + [boot_mode_capability(boot_mode)])
+
+
+def _diff_patch(current: dict, wanted: dict, prefix: str) -> list:
+    """BMO updateopts: add when the value differs, remove when wanted is None and the key is there."""
+    ops = []
+    for k, v in wanted.items():
+        if v is None:
+            if k in current:
+                ops.append({"op": "remove", "path": f"{prefix}/{k}"})
+        elif current.get(k) != v:
+            ops.append({"op": "add", "path": f"{prefix}/{k}", "value": v})
+    return ops
+
+
+def configure_node(ctx) -> None:
+    """automated_clean, capabilities, deploy images (BMO configureNode)."""
+    node = ctx.node
+    ops = []
+    clean = (ctx.spec.get("automatedCleaningMode") or S.CLEANING_MODE_METADATA) != S.CLEANING_MODE_DISABLED
+    if node.is_automated_clean_enabled != clean:
+        ops.append({"op": "add", "path": "/automated_clean", "value": clean})
+    props = node.properties or {}
+    caps = _merge_capabilities(props.get("capabilities"), ctx.spec.get("bootMode"))
+    if props.get("capabilities") != caps:
+        ops.append({"op": "add", "path": "/properties/capabilities", "value": caps})
+    if node.driver != "fake-hardware":
+        images = {k: v for k, v in ctx.driver.deploy_images.items() if v}
+        ops += _diff_patch(node.driver_info or {}, images, "/driver_info")
+    if ops:
+        ctx.node = ctx.conn.baremetal.patch_node(node, ops)
+
+
+def before_state_change(ctx) -> float | None:
+    """A fault blocks provision-state changes; maintenance is unset first (ironic.go:515-525)."""
+    node = ctx.node
+    if node.fault:
+        return 10.0
+    if node.is_maintenance:
+        ctx.node = ctx.conn.baremetal.unset_node_maintenance(node)
+        return ctx.driver.poll
+    return None
+
+
+def _provision(ctx, target: str, **kw):
+    wait = before_state_change(ctx)
+    if wait:
+        return wait
+    ctx.conn.baremetal.set_node_provision_state(ctx.node, target, **kw)
+    ctx.say(target)
+    return ctx.driver.poll
+
+
+def _refresh(ctx):
+    ctx.node = ctx.conn.baremetal.get_node(ctx.node.id) if ctx.node else drv.find_node(ctx)
+    return ctx.node
+
+
+# -- dispatch ---------------------------------------------------------------------------------
+
+
+def handle(ctx):
+    if meta.is_deleting(ctx.host):
+        return _route_delete(ctx)
+    if meta.add_finalizer(meta.deepcopy(ctx.host), S.BMH_FINALIZER):
+        ctx.update_meta(lambda o: meta.add_finalizer(o, S.BMH_FINALIZER))
+    state = ctx.state
+    if state == S.BMH_STATE_NONE:
+        if (ctx.spec.get("bmc") or {}).get("address"):
+            ctx.status.setdefault("operationalStatus", S.BMH_OPERATIONAL_OK)
+            return ctx.set_state(S.BMH_STATE_REGISTERING)
+        ctx.status["operationalStatus"] = S.BMH_OPERATIONAL_DISCOVERED
+        ctx.set_state(S.BMH_STATE_UNMANAGED)
+        return 600.0
+    if state == S.BMH_STATE_UNMANAGED:
+        return ctx.set_state(S.BMH_STATE_REGISTERING) if (ctx.spec.get("bmc") or {}).get("address") else 600.0
+    wait = drv.register(ctx)
+    if wait is not None:
+        return wait
+    return HANDLERS.get(state, _unknown)(ctx)
+
+
+def _unknown(ctx):
+    return ctx.set_state(S.BMH_STATE_AVAILABLE, f"state {ctx.state!r} is not used by this driver")
+
+
+def _registering(ctx):
+    if ctx.spec.get("externallyProvisioned"):
+        return ctx.set_state(S.BMH_STATE_EXTERNALLY_PROVISIONED)
+    if drv.inspection_disabled(ctx.host):
+        return ctx.set_state(S.BMH_STATE_PREPARING)
+    ctx.status["provisioning"]["bootMode"] = ctx.spec.get("bootMode") or "UEFI"
+    return ctx.set_state(S.BMH_STATE_INSPECTING)
+
+
+def _take_hardware(ctx) -> bool:
+    """status.hardware from the HardwareData object or the hardwaredetails annotation (no inspection)."""
+    if ctx.status.get("hardware"):
+        return True
+    try:
+        data = ctx.store.get(base.HARDWARE_DATA_KIND, ctx.name, ctx.ns)
+        hw = (data.get("spec") or {}).get("hardware")
+    except NotFound:
+        hw = None
+    if not hw:
+        import json
+
+        raw = ((ctx.host.get("metadata") or {}).get("annotations") or {}).get(S.HARDWARE_DETAILS_ANNOTATION)
+        try:
+            hw = json.loads(raw) if raw else None
+        except ValueError:
+            hw = None
+    if hw:
+        ctx.status["hardware"] = hw
+        ctx.say("hardware details taken from HardwareData")
+    return bool(hw)
+
+
+def _write_hardware_data(ctx, hw: dict) -> None:
+    """BMO mirrors inspection into a HardwareData of the same name, owned by the host."""
+    obj = meta.new(base.HARDWARE_DATA_KIND, ctx.name, ctx.ns, spec={"hardware": hw})
+    obj["apiVersion"] = "metal3.io/v1alpha1"
+    meta.set_owner(obj, ctx.host, controller=True)
+    try:
+        old = ctx.store.get(base.HARDWARE_DATA_KIND, ctx.name, ctx.ns)
+        old["spec"] = {"hardware": hw}
+        ctx.store.update(old)
+    except NotFound:
+        ctx.store.create(obj)
+
+
+def _inspecting(ctx):
+    if _take_hardware(ctx) or ctx.node.driver == "fake-hardware":
+        return ctx.set_state(S.BMH_STATE_PREPARING)
+    node, bm = ctx.node, ctx.conn.baremetal
+    state = node.provision_state
+    if state == "available":
+        return _provision(ctx, "manage")
+    if state in ("inspecting", "inspect wait"):
+        return ctx.driver.poll * 5
+    if state == "inspect failed":
+        if ctx.status.get("errorType") == S.BMH_ERROR_INSPECTION:
+            return _provision(ctx, "inspect")
+        return ctx.set_error(S.BMH_ERROR_INSPECTION, ctx.ironic_error() or "Inspection failed")
+    if state == "manageable":
+        if not ctx.status.get("inspectionStarted"):
+            ctx.status["inspectionStarted"] = True
+            return _provision(ctx, "inspect")
+        try:
+            hw = ironic_hardware.from_inventory(bm.get_node_inventory(node))
+        except Exception:  # no inventory (404): inspect again
+            ctx.status.pop("inspectionStarted", None)
+            return NOW
+        ctx.status.pop("inspectionStarted", None)
+        ctx.status["hardware"] = hw
+        _write_hardware_data(ctx, hw)
+        ctx.update_meta(lambda o: o["metadata"].get("annotations", {}).pop(S.INSPECT_ANNOTATION, None) is not None)
+        ctx.clear_error(only=(S.BMH_ERROR_INSPECTION,))
+        return ctx.set_state(S.BMH_STATE_PREPARING)
+    return ctx.driver.poll
+
+
+def _preparing(ctx):
+    # no RAID or firmware settings here: only root device hints are recorded (BMO profile default /dev/sda)
+    _take_hardware(ctx)
+    ctx.status["provisioning"]["rootDeviceHints"] = ctx.spec.get("rootDeviceHints") or dict(cd.DEFAULT_ROOT_DEVICE)
+    return ctx.set_state(S.BMH_STATE_AVAILABLE)
+
+
+def _available(ctx):
+    annotations = (ctx.host.get("metadata") or {}).get("annotations") or {}
+    if ctx.spec.get("externallyProvisioned"):
+        return ctx.set_state(S.BMH_STATE_EXTERNALLY_PROVISIONED)
+    if S.INSPECT_ANNOTATION in annotations and annotations[S.INSPECT_ANNOTATION] != "disabled":
+        ctx.status.pop("hardware", None)
+        return ctx.set_state(S.BMH_STATE_INSPECTING)
+    if ctx.spec.get("online") and base.has_image(ctx.view()) and not base.image_deployed(ctx.view()):
+        try:
+            cd.validate_image(ctx.spec.get("image"), ctx.spec.get("customDeploy"))
+        except Invalid as exc:
+            return ctx.set_error(S.BMH_ERROR_PROVISIONING, str(exc))
+        ctx.clear_error()
+        ctx.status["provisioning"]["bootMode"] = ctx.spec.get("bootMode") or "UEFI"
+        return ctx.set_state(S.BMH_STATE_PROVISIONING)
+    return power(ctx)
+
+
+def _same_image(ctx) -> bool:
+    want, _ = cd.instance_info(ctx.view(), hints=None, boot_iso=ctx.driver.boot_iso)
+    have = ctx.node.instance_info or {}
+    return all(
+        have.get(k) == want.get(k) for k in ("image_source", "image_checksum", "image_os_hash_value", "boot_iso")
+    )
+
+
+def _provisioning(ctx):
+    node = ctx.node
+    image = ctx.spec.get("image") or {}
+    state = node.provision_state
+    if not base.has_image(ctx.view()):
+        return ctx.set_state(S.BMH_STATE_DEPROVISIONING, "image removed")
+    if state == "manageable":
+        return _provision(ctx, "provide")
+    if state in ("available", "deploy failed") and not (state == "deploy failed" and _same_image(ctx)):
+        return _deploy(ctx)
+    if state == "deploy failed":
+        msg = f"Image provisioning failed (url: {image.get('url')}, checksum: {image.get('checksum')}): "
+        wait = ctx.set_error(S.BMH_ERROR_PROVISIONING, msg + (ctx.ironic_error() or "deploy failed"))
+        ctx.set_state(S.BMH_STATE_DEPROVISIONING, "provisioning failed")
+        return wait
+    if state == "active":
+        ctx.status["provisioning"]["image"] = {k: v for k, v in image.items() if v}
+        if (ctx.spec.get("customDeploy") or {}).get("method"):
+            ctx.status["provisioning"]["customDeploy"] = dict(ctx.spec["customDeploy"])
+        ctx.clear_error()
+        ctx.status["poweredOn"] = node.power_state == "power on"
+        return ctx.set_state(S.BMH_STATE_PROVISIONED)
+    if state == "error":
+        return ctx.set_error(S.BMH_ERROR_PROVISIONING, ctx.ironic_error() or "Ironic node is in error")
+    return ctx.driver.poll
+
+
+def _deploy(ctx):
+    node, bm = ctx.node, ctx.conn.baremetal
+    hints = ctx.status["provisioning"].get("rootDeviceHints")
+    info, deploy_interface = cd.instance_info(ctx.view(), hints=hints, boot_iso=ctx.driver.boot_iso)
+    if node.driver == "fake-hardware":
+        deploy_interface = None  # fake-hardware nodes deploy with the fake interface whatever the image
+    try:
+        drive = cd.config_drive(ctx.store, ctx.host)
+    except Invalid as exc:
+        return ctx.set_error(S.BMH_ERROR_PROVISIONING, str(exc))
+    current = dict(node.instance_info or {})
+    wanted = {k: info.get(k) for k in set(current) | set(info) if k != "configdrive"}
+    ops = _diff_patch(current, wanted, "/instance_info")
+    uid = (ctx.host.get("metadata") or {}).get("uid")
+    if node.instance_id != uid:
+        ops.append({"op": "add", "path": "/instance_uuid", "value": uid})
+    if deploy_interface and node.deploy_interface != deploy_interface:
+        ops.append({"op": "add", "path": "/deploy_interface", "value": deploy_interface})
+    elif not deploy_interface and node.deploy_interface in ("ramdisk", "custom-agent") and not ctx.driver.boot_iso:
+        ops.append({"op": "remove", "path": "/deploy_interface"})
+    if ops:
+        ctx.node = node = bm.patch_node(node, ops)
+    result = bm.validate_node(node, required=())
+    bad = [f"{k}: {result[k].reason}" for k in ("boot", "deploy") if k in result and not result[k].result]
+    if bad:
+        return ctx.set_error(S.BMH_ERROR_PROVISIONING, "host validation error: " + "; ".join(bad))
+    kw = {}
+    if drive is not None:
+        kw["config_drive"] = drive
+    method = (ctx.spec.get("customDeploy") or {}).get("method")
+    if method:
+        kw["deploy_steps"] = [{"interface": "deploy", "step": method, "args": {}, "priority": 80}]
+    return _provision(ctx, "active", **kw)
+
+
+def _provisioned(ctx):
+    view = ctx.view()
+    if not base.has_image(view) or not base.image_deployed(view):
+        return ctx.set_state(S.BMH_STATE_DEPROVISIONING, "image changed or removed")
+    return _adopt_then_power(ctx)
+
+
+def _externally_provisioned(ctx):
+    if not ctx.spec.get("externallyProvisioned"):
+        if base.has_image(ctx.view()):
+            ctx.status["provisioning"]["image"] = {k: v for k, v in (ctx.spec.get("image") or {}).items() if v}
+        return ctx.set_state(S.BMH_STATE_PROVISIONED)
+    return _adopt_then_power(ctx)
+
+
+def _adopt_then_power(ctx):
+    node = ctx.node
+    if node.provision_state == "manageable":
+        return _provision(ctx, "adopt")
+    if node.provision_state == "adopt failed":
+        return ctx.set_error(S.BMH_ERROR_PROVISIONED_REGISTRATION, "Host adoption failed: " + ctx.ironic_error())
+    if node.provision_state == "active" and node.is_maintenance and not node.fault:
+        ctx.node = ctx.conn.baremetal.unset_node_maintenance(node)
+    if node.provision_state in BUSY:
+        return ctx.driver.poll
+    ctx.clear_error(only=(S.BMH_ERROR_PROVISIONED_REGISTRATION,))
+    return power(ctx)
+
+
+def _deprovisioning(ctx):
+    node, bm = ctx.node, ctx.conn.baremetal
+    state = node.provision_state
+    if state in ("active", "deploy failed", "deploy wait", "wait call-back"):
+        clean = (ctx.spec.get("automatedCleaningMode") or S.CLEANING_MODE_METADATA) != S.CLEANING_MODE_DISABLED
+        if node.is_automated_clean_enabled != clean:
+            ctx.node = bm.patch_node(node, [{"op": "add", "path": "/automated_clean", "value": clean}])
+        return _provision(ctx, "deleted")
+    if state == "error":
+        if ctx.status.get("errorType") == S.BMH_ERROR_PROVISIONING:
+            return _provision(ctx, "deleted")
+        return ctx.set_error(S.BMH_ERROR_PROVISIONING, ctx.ironic_error() or "Ironic node is in error")
+    if state == "clean failed":
+        if ctx.status.get("errorType") == S.BMH_ERROR_PROVISIONING and "Cleaning failed" in (
+            ctx.status.get("errorMessage") or ""
+        ):
+            return _provision(ctx, "manage")
+        return ctx.set_error(S.BMH_ERROR_PROVISIONING, "Cleaning failed: " + ctx.ironic_error())
+    if state == "manageable":
+        return _provision(ctx, "provide")
+    if state == "available":
+        for k in ("image", "customDeploy", "rootDeviceHints"):
+            ctx.status["provisioning"].pop(k, None)
+        ctx.status["provisioning"]["rootDeviceHints"] = ctx.spec.get("rootDeviceHints") or dict(cd.DEFAULT_ROOT_DEVICE)
+        ctx.update_meta(lambda o: (o["metadata"].get("annotations") or {}).pop(S.REBOOT_ANNOTATION, None) is not None)
+        if meta.is_deleting(ctx.host):
+            return ctx.set_state(S.BMH_STATE_POWERING_OFF_BEFORE_DELETE)
+        return ctx.set_state(S.BMH_STATE_AVAILABLE, "deprovisioned")
+    return ctx.driver.poll
+
+
+# -- power (bmo-ironic.md §5) -------------------------------------------------------------------
+
+
+def power(ctx):
+    node, bm = _refresh(ctx), ctx.conn.baremetal
+    if node.power_state in ("power on", "power off"):
+        powered = node.power_state == "power on"
+        if ctx.status.get("poweredOn") != powered:
+            ctx.status["poweredOn"] = powered
+            ctx.clear_error(only=(S.BMH_ERROR_POWER,))
+    view = ctx.view()
+    want = base.desired_power(view)
+    have = ctx.status.get("poweredOn")
+    if have is not None and have == want:
+        annotations = (ctx.host.get("metadata") or {}).get("annotations") or {}
+        if not want and S.REBOOT_ANNOTATION in annotations:
+            # off: BMO drops the suffixless annotation, and the next pass powers on
+            ctx.update_meta(lambda o: o["metadata"]["annotations"].pop(S.REBOOT_ANNOTATION, None) is not None)
+            ctx.say("reboot: powered off, annotation removed")
+            return NOW
+        ctx.clear_error(only=(S.BMH_ERROR_POWER,))
+        return ctx.driver.poll
+    if node.target_power_state or node.target_provision_state:
+        return ctx.driver.poll
+    forced = ctx.status.get("errorType") == S.BMH_ERROR_POWER
+    if node.last_error and not forced and "aborted" not in node.last_error:
+        prefix = "PowerOn operation failed: " if want else "PowerOff operation failed: "
+        return ctx.set_error(S.BMH_ERROR_POWER, prefix + node.last_error)
+    if want:
+        bm.set_node_power_state(node, "power on")
+        ctx.say("power on")
+        return ctx.driver.poll
+    if node.driver_info and ctx.spec.get("disablePowerOff"):
+        bm.set_node_power_state(node, "rebooting")
+        ctx.say("reboot (disablePowerOff)")
+        return ctx.driver.poll
+    reboots = base.reboot_annotations(view)
+    hard = (
+        forced
+        or int(ctx.status.get("errorCount") or 0) > 0
+        or any(r["mode"] == S.REBOOT_MODE_HARD for r in reboots.values())
+    )
+    if not hard:
+        resp = bm.put(
+            f"/nodes/{node.id}/states/power",
+            json={"target": "soft power off", "timeout": 180},
+            microversion="1.27",
+            raise_exc=False,
+        )
+        if resp.status_code < 400:
+            ctx.say("soft power off")
+            return ctx.driver.poll
+        if resp.status_code == 409:
+            return 3.0  # busy
+        if resp.status_code != 400:  # 400: soft power off not supported, hard as BMO falls back
+            return ctx.set_error(S.BMH_ERROR_POWER, f"soft power off failed: HTTP {resp.status_code} {resp.text[:300]}")
+    bm.set_node_power_state(node, "power off")
+    ctx.say("power off")
+    return ctx.driver.poll
+
+
+# -- deletion (bmo-ironic.md §6.3) ------------------------------------------------------------
+
+
+def _route_delete(ctx):
+    state = ctx.state
+    if state in (S.BMH_STATE_NONE, S.BMH_STATE_UNMANAGED, S.BMH_STATE_REGISTERING):
+        ctx.set_state(S.BMH_STATE_DELETING)
+    elif state in (S.BMH_STATE_PROVISIONING, S.BMH_STATE_PROVISIONED):
+        ctx.set_state(S.BMH_STATE_DEPROVISIONING, "host deleted")
+    elif state not in (S.BMH_STATE_DEPROVISIONING, S.BMH_STATE_POWERING_OFF_BEFORE_DELETE, S.BMH_STATE_DELETING):
+        ctx.set_state(S.BMH_STATE_POWERING_OFF_BEFORE_DELETE, "host deleted")
+    if ctx.state == S.BMH_STATE_DEPROVISIONING:
+        if int(ctx.status.get("errorCount") or 0) > 3:
+            return ctx.set_state(S.BMH_STATE_POWERING_OFF_BEFORE_DELETE, "deprovisioning kept failing")
+        if drv.find_node(ctx) is None:
+            return ctx.set_state(S.BMH_STATE_DELETING)
+        ctx.node = drv.find_node(ctx)
+        return _deprovisioning(ctx)
+    if ctx.state == S.BMH_STATE_POWERING_OFF_BEFORE_DELETE:
+        node = ctx.node = drv.find_node(ctx)
+        if node is None or ctx.spec.get("disablePowerOff") or node.power_state != "power on":
+            return ctx.set_state(S.BMH_STATE_DELETING)
+        if int(ctx.status.get("errorCount") or 0) > 3:
+            return ctx.set_state(S.BMH_STATE_DELETING)
+        if not node.target_power_state:
+            ctx.conn.baremetal.set_node_power_state(node, "power off")
+            ctx.say("power off before delete")
+        return ctx.driver.poll
+    return _deleting(ctx)
+
+
+def _deleting(ctx):
+    bm = ctx.conn.baremetal
+    node = ctx.node = drv.find_node(ctx)
+    if node is not None:
+        state = node.provision_state
+        if (
+            state == "verifying"
+            or state in ("deploying", "cleaning", "inspecting", "servicing", "deleting")
+            or state.endswith("wait")
+        ):
+            return ctx.driver.poll
+        if state in ("available", "manageable") and node.instance_id:
+            ctx.node = node = bm.patch_node(node, [{"op": "remove", "path": "/instance_uuid"}])
+        if state not in ("enroll", "available", "manageable") and not node.is_maintenance:
+            bm.set_node_maintenance(node, S.IRONIC_FORCED_DELETE_REASON)
+        bm.delete_node(node, ignore_missing=True)
+        ctx.say(f"deleted Ironic node {node.name}")
+    ctx.update_meta(lambda o: meta.remove_finalizer(o, S.BMH_FINALIZER))
+    return None
+
+
+HANDLERS = {
+    S.BMH_STATE_REGISTERING: _registering,
+    S.BMH_STATE_INSPECTING: _inspecting,
+    S.BMH_STATE_MATCH_PROFILE: _preparing,
+    S.BMH_STATE_PREPARING: _preparing,
+    S.BMH_STATE_AVAILABLE: _available,
+    S.BMH_STATE_READY: _available,
+    S.BMH_STATE_PROVISIONING: _provisioning,
+    S.BMH_STATE_PROVISIONED: _provisioned,
+    S.BMH_STATE_EXTERNALLY_PROVISIONED: _externally_provisioned,
+    S.BMH_STATE_DEPROVISIONING: _deprovisioning,
+}
