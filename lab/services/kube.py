@@ -16,250 +16,33 @@ simulator gives each workload cluster its own API server that way.
 
 from __future__ import annotations
 
-import json
 import secrets
 import ssl
 import time
-import urllib.request
 from pathlib import Path
-
-import yaml
 
 from lab import process
 from lab.config import LabConfig
 from lab.kube_build import build, pki
 
-ETCD = "etcd"
+# The reusable pieces live in lab/kube_build/apiserver.py; these names are this service's API too.
+from lab.kube_build.apiserver import (  # noqa: F401
+    ADMIN_USER,
+    ETCD,
+    etcd_url,
+    get_json,
+    kubeconfig,
+    purge_etcd_prefix,
+    ssl_context,
+    start_apiserver,
+    start_etcd,
+    stop_apiserver,
+)
+
 APISERVER = "kube-apiserver"
 KCM = "kube-controller-manager"
 CONTROLLERS = "garbagecollector,namespace,serviceaccount,serviceaccount-token"
 SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
-ADMIN_USER = "lab-admin"
-
-
-# --- etcd -------------------------------------------------------------------
-
-
-def etcd_url(cfg: LabConfig) -> str:
-    return f"http://{cfg.host}:{cfg.ports.etcd_client}"
-
-
-def _start_etcd(cfg: LabConfig, bins: Path) -> int:
-    peer = f"http://{cfg.host}:{cfg.ports.etcd_peer}"
-    argv = [
-        str(bins / "etcd"),
-        "--name=lab",
-        f"--data-dir={cfg.data('etcd')}",
-        f"--listen-client-urls={etcd_url(cfg)}",
-        f"--advertise-client-urls={etcd_url(cfg)}",
-        f"--listen-peer-urls={peer}",
-        f"--initial-advertise-peer-urls={peer}",
-        f"--initial-cluster=lab={peer}",
-        # A throw-away test store: durability across power loss buys nothing here.
-        "--unsafe-no-fsync",
-        "--log-level=warn",
-    ]
-    return process.start(
-        cfg,
-        ETCD,
-        argv,
-        ready=lambda: process.http_ok(f"{etcd_url(cfg)}/health"),
-        timeout=60,
-    )
-
-
-# --- API servers ------------------------------------------------------------
-
-
-def _ssl_context(ca_file: Path) -> ssl.SSLContext:
-    return ssl.create_default_context(cafile=str(ca_file))
-
-
-def _get_json(server: str, path: str, token: str, ca_file: Path, timeout: float = 5.0) -> dict:
-    req = urllib.request.Request(server + path, headers={"Authorization": f"Bearer {token}"})
-    with urllib.request.urlopen(req, timeout=timeout, context=_ssl_context(ca_file)) as resp:
-        return json.load(resp)
-
-
-def kubeconfig(
-    server: str,
-    ca_cert: bytes,
-    user: str,
-    *,
-    token: str | None = None,
-    client=None,
-    name="lab",
-) -> str:
-    """A kubeconfig for one user: a bearer token, or a (cert PEM, key PEM) client pair."""
-    import base64
-
-    def b64(data: bytes) -> str:
-        return base64.b64encode(data).decode()
-
-    creds = (
-        {"token": token}
-        if token
-        else {
-            "client-certificate-data": b64(client[0]),
-            "client-key-data": b64(client[1]),
-        }
-    )
-    return yaml.safe_dump(
-        {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": name,
-                    "cluster": {
-                        "server": server,
-                        "certificate-authority-data": b64(ca_cert),
-                    },
-                }
-            ],
-            "users": [{"name": user, "user": creds}],
-            "contexts": [{"name": name, "context": {"cluster": name, "user": user}}],
-            "current-context": name,
-        },
-        sort_keys=False,
-    )
-
-
-def start_apiserver(
-    cfg: LabConfig,
-    name: str,
-    *,
-    ca_cert: bytes,
-    ca_key: bytes,
-    port: int,
-    etcd_prefix: str,
-    bind_address: str = "127.0.0.1",
-    sa_key: bytes | None = None,
-    extra_tokens: dict[str, tuple[str, str]] | None = None,
-    service_cluster_ip_range: str = "10.96.0.0/12",
-    timeout: float = 120.0,
-) -> dict:
-    """Start a kube-apiserver on the lab's etcd (which must be up) as lab process ``name``.
-
-    It serves on ``bind_address:port`` with a certificate signed by ``ca_cert``
-    / ``ca_key`` and accepts client certificates from that CA (so a Cluster
-    API ``<cluster>-kubeconfig`` made from the same CA works).  ``sa_key`` is
-    the service-account signing key (PEM; Cluster API's ``<cluster>-sa``
-    Secret), generated when not given.  ``extra_tokens`` maps a token to
-    (user, group).  Returns server, token, the CA file, a kubeconfig path and
-    the version it reports.
-    """
-    bins = build.build(cfg)
-    d = cfg.data(name)
-    ca_file = pki.write(d / "ca.crt", ca_cert)
-    # A fresh serving certificate each start (cheap), so a new CA or address always takes effect.
-    crt, key = pki.issue(
-        ca_cert,
-        ca_key,
-        "kube-apiserver",
-        ips=[bind_address],
-        dns=["localhost", "kubernetes", "kubernetes.default"],
-        server=True,
-    )
-    pki.write(d / "apiserver.crt", crt)
-    pki.write(d / "apiserver.key", key, private=True)
-    if sa_key is not None:
-        pki.write(d / "sa.key", sa_key, private=True)
-    elif not (d / "sa.key").exists():
-        pki.write(d / "sa.key", pki.key_pem(pki.new_key()), private=True)
-    from cryptography.hazmat.primitives import serialization
-
-    signing = serialization.load_pem_private_key((d / "sa.key").read_bytes(), password=None)
-    pki.write(d / "sa.pub", pki.public_pem(signing))
-    token_file = d / "tokens.csv"
-    admin_token = None
-    if token_file.exists():
-        admin_token = token_file.read_text().split(",", 1)[0]
-    admin_token = admin_token or secrets.token_hex(24)
-    # token,user,uid,"group1,group2" (kube-apiserver --token-auth-file)
-    rows = [f'{admin_token},{ADMIN_USER},{ADMIN_USER},"system:masters"']
-    for tok, (user, group) in (extra_tokens or {}).items():
-        rows.append(f'{tok},{user},{user},"{group}"' if group else f"{tok},{user},{user}")
-    pki.write(token_file, "\n".join(rows) + "\n", private=True)
-    server = f"https://{bind_address}:{port}"
-    argv = [
-        str(bins / "kube-apiserver"),
-        f"--etcd-servers={etcd_url(cfg)}",
-        f"--etcd-prefix={etcd_prefix}",
-        f"--bind-address={bind_address}",
-        f"--advertise-address={bind_address}",
-        f"--secure-port={port}",
-        f"--tls-cert-file={d / 'apiserver.crt'}",
-        f"--tls-private-key-file={d / 'apiserver.key'}",
-        f"--cert-dir={d}",
-        f"--client-ca-file={ca_file}",
-        f"--token-auth-file={token_file}",
-        f"--service-account-issuer={server}",
-        f"--service-account-key-file={d / 'sa.pub'}",
-        f"--service-account-signing-key-file={d / 'sa.key'}",
-        f"--service-cluster-ip-range={service_cluster_ip_range}",
-        "--authorization-mode=RBAC",
-        # The default plugins (NamespaceLifecycle, ServiceAccount, ResourceQuota,
-        # the admission webhooks, ...) plus NodeRestriction, as kubeadm runs it.
-        "--enable-admission-plugins=NodeRestriction",
-        "--allow-privileged=true",
-        # The "kubernetes" Service's endpoints would be loopback addresses,
-        # which Endpoints validation rejects; nothing here routes to them.
-        "--endpoint-reconciler-type=none",
-        "--profiling=false",
-    ]
-
-    def ready() -> bool:
-        return process.http_ok(
-            f"{server}/readyz",
-            context=_ssl_context(ca_file),
-            headers={"Authorization": f"Bearer {admin_token}"},
-        )
-
-    t0 = time.monotonic()
-    pid = process.start(cfg, name, argv, ready=ready, timeout=timeout)
-    started_in = round(time.monotonic() - t0, 1)
-    path = pki.write(
-        d / "kubeconfig",
-        kubeconfig(server, ca_cert, ADMIN_USER, token=admin_token, name=name),
-        private=True,
-    )
-    version = _get_json(server, "/version", admin_token, ca_file)
-    return {
-        "name": name,
-        "pid": pid,
-        "server": server,
-        "token": admin_token,
-        "ca_file": str(ca_file),
-        "kubeconfig": str(path),
-        "version": version.get("gitVersion"),
-        "ready_after_s": started_in,
-    }
-
-
-def stop_apiserver(cfg: LabConfig, name: str, purge_prefix: str | None = None) -> bool:
-    """Stop an API server started by ``start_apiserver``; with ``purge_prefix``, drop its etcd keys too."""
-    stopped = process.stop(cfg, name)
-    if purge_prefix:
-        purge_etcd_prefix(cfg, purge_prefix)
-    return stopped
-
-
-def purge_etcd_prefix(cfg: LabConfig, prefix: str) -> int:
-    """Delete every etcd key under ``prefix`` (etcd's v3 JSON gateway).  Returns how many."""
-    import base64
-
-    key = prefix.rstrip("/").encode() + b"/"
-    range_end = key[:-1] + bytes([key[-1] + 1])  # the next key after every key with this prefix
-    body = json.dumps(
-        {
-            "key": base64.b64encode(key).decode(),
-            "range_end": base64.b64encode(range_end).decode(),
-        }
-    )
-    req = urllib.request.Request(f"{etcd_url(cfg)}/v3/kv/deleterange", data=body.encode(), method="POST")
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        return int(json.load(resp).get("deleted", 0))
 
 
 # --- the service --------------------------------------------------------------
@@ -355,7 +138,7 @@ def apply_crds(cfg: LabConfig) -> dict:
 
 def up(cfg: LabConfig) -> dict:
     bins = build.build(cfg)
-    _start_etcd(cfg, bins)
+    start_etcd(cfg, bins)
     ca_cert, ca_key = _lab_ca(cfg)
     api = start_apiserver(
         cfg,
@@ -405,12 +188,12 @@ def status(cfg: LabConfig) -> dict:
         server, token, ca_file = admin(cfg)
         ready = process.http_ok(
             f"{server}/readyz",
-            context=_ssl_context(ca_file),
+            context=ssl_context(ca_file),
             headers={"Authorization": f"Bearer {token}"},
         )
         out.update(
             server=server,
-            version=_get_json(server, "/version", token, ca_file).get("gitVersion"),
+            version=get_json(server, "/version", token, ca_file).get("gitVersion"),
         )
     except (OSError, ValueError) as exc:
         out["error"] = str(exc)
