@@ -10,6 +10,7 @@ kubeadm's defaults applied.  Pure functions.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 
 import yaml
@@ -39,6 +40,9 @@ _KUBELET_LABELS = {
     "beta.kubernetes.io/instance-type",
 }
 _KUBELET_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+
+
+_DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 class KubeadmError(ValueError):
@@ -147,14 +151,14 @@ def bootstrap(doc: dict, hostname: str | None) -> Bootstrap | None:
     control_plane = phase == "init" or "controlPlane" in conf or "--control-plane" in words
     # kubeadm: the node name defaults to the host name; an unset taint list gets the control-plane taint
     name = str(reg.get("name") or hostname or "").strip().lower()
-    if not name or cloudinit.MISSING in name:
-        raise KubeadmError(f"kubeadm {phase}: no node name (nodeRegistration.name {reg.get('name')!r})")
+    if not _DNS1123.match(name) or len(name) > 253:
+        # what the kubelet would fail on (cloud-init's CI_MISSING_JINJA_VAR/... marker included)
+        raise KubeadmError(f"kubeadm {phase}: node name {name!r} is not a valid RFC 1123 subdomain")
     taints = reg.get("taints")
     if taints is None:
         taints = [dict(CONTROL_PLANE_TAINT)] if control_plane else []
+    # a missing jinja variable stays in as cloud-init's marker: a real kubelet registers that literal providerID
     provider_id = args.get("provider-id") or None
-    if provider_id and cloudinit.MISSING in provider_id:
-        raise KubeadmError(f"kubelet --provider-id={provider_id}: a jinja variable is missing from meta_data")
     boot = Bootstrap(
         phase=phase,
         control_plane=control_plane,
