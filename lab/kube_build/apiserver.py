@@ -113,33 +113,9 @@ def kubeconfig(
     )
 
 
-def start_apiserver(
-    cfg: LabConfig,
-    name: str,
-    *,
-    ca_cert: bytes,
-    ca_key: bytes,
-    port: int,
-    etcd_prefix: str,
-    bind_address: str = "127.0.0.1",
-    sa_key: bytes | None = None,
-    extra_tokens: dict[str, tuple[str, str]] | None = None,
-    service_cluster_ip_range: str = "10.96.0.0/12",
-    timeout: float = 120.0,
-) -> dict:
-    """Start a kube-apiserver on the lab's etcd (which must be up) as lab process ``name``.
-
-    It serves on ``bind_address:port`` with a certificate signed by ``ca_cert``
-    / ``ca_key`` and accepts client certificates from that CA (so a Cluster
-    API ``<cluster>-kubeconfig`` made from the same CA works).  ``sa_key`` is
-    the service-account signing key (PEM; Cluster API's ``<cluster>-sa``
-    Secret), generated when not given.  ``extra_tokens`` maps a token to
-    (user, group).  Returns server, token, the CA file, a kubeconfig path and
-    the version it reports.
-    """
-    bins = build.build(cfg)
-    d = cfg.data(name)
-    ca_file = pki.write(d / "ca.crt", ca_cert)
+def _prepare(d: Path, ca_cert: bytes, ca_key: bytes, bind_address: str, sa_key, extra_tokens) -> None:
+    """Certificates, keys and the token file of an API server about to start."""
+    pki.write(d / "ca.crt", ca_cert)
     # A fresh serving certificate each start (cheap), so a new CA or address always takes effect.
     crt, key = pki.issue(
         ca_cert,
@@ -167,6 +143,42 @@ def start_apiserver(
     for tok, (user, group) in (extra_tokens or {}).items():
         rows.append(f'{tok},{user},{user},"{group}"' if group else f"{tok},{user},{user}")
     pki.write(token_file, "\n".join(rows) + "\n", private=True)
+
+
+def start_apiserver(
+    cfg: LabConfig,
+    name: str,
+    *,
+    ca_cert: bytes,
+    ca_key: bytes,
+    port: int,
+    etcd_prefix: str,
+    bind_address: str = "127.0.0.1",
+    sa_key: bytes | None = None,
+    extra_tokens: dict[str, tuple[str, str]] | None = None,
+    service_cluster_ip_range: str = "10.96.0.0/12",
+    timeout: float = 120.0,
+) -> dict:
+    """Start a kube-apiserver on the lab's etcd (which must be up) as lab process ``name``.
+
+    It serves on ``bind_address:port`` with a certificate signed by ``ca_cert``
+    / ``ca_key`` and accepts client certificates from that CA (so a Cluster
+    API ``<cluster>-kubeconfig`` made from the same CA works).  ``sa_key`` is
+    the service-account signing key (PEM; Cluster API's ``<cluster>-sa``
+    Secret), generated when not given.  ``extra_tokens`` maps a token to
+    (user, group).  Returns server, token, the CA file, a kubeconfig path and
+    the version it reports.
+
+    An API server already running under ``name`` is left as it is.
+    """
+    bins = build.build(cfg)
+    d = cfg.data(name)
+    running = process.pid_of(cfg, name) is not None
+    ca_file = d / "ca.crt"
+    token_file = d / "tokens.csv"
+    if not running:
+        _prepare(d, ca_cert, ca_key, bind_address, sa_key, extra_tokens)
+    admin_token = token_file.read_text().split(",", 1)[0]
     server = f"https://{bind_address}:{port}"
     argv = [
         str(bins / "kube-apiserver"),
