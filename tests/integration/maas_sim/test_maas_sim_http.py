@@ -64,6 +64,10 @@ def test_oauth_is_checked(sim):
     assert (hmac_ok.status_code, hmac_ok.json()["username"]) == (200, "admin")
     hmac_bad = requests.get(sim.api + "users/?op=whoami", auth=OAuth1(consumer, "", token, "wrong"), timeout=30)
     assert hmac_bad.status_code == 401
+    # HMAC-SHA1 over a signed urlencoded body
+    zones = requests.post(sim.api + "zones/", data={"name": f"hmac-{token[:6].lower()}-{id(sim)}"},
+                          auth=OAuth1(consumer, "", token, secret), timeout=30)  # fmt: skip
+    assert zones.status_code == 200, zones.text
 
 
 def test_allocate_errors_and_repeated_fields(sim, tag):
