@@ -276,3 +276,18 @@ def test_control_api_shows_machine_state(sim, tag):
     poked = sim.ctl("POST", f"machines/{target['system_id']}", {"status": "Deployed", "power_state": "on"})
     assert (poked["status_name"], poked["power_state"]) == ("Deployed", "on")
     assert sim.ctl("GET", "state")["timings"]["deploy"] == 0.4
+
+
+def test_commission_new_machine_then_abort_a_deployment(sim, tag):
+    new = sim.seed({"status": "New"}, tag=tag)[0]
+    sid = new["system_id"]
+    resp = sim.call("POST", f"machines/{sid}/", params={"op": "commission"})
+    assert (resp.status_code, resp.json()["status_name"]) == (200, "Commissioning")
+    assert sim.wait_status(sid, "Ready")["power_state"] == "off"
+    sim.ctl("POST", "timings", {"deploy": 30})
+    resp = sim.call("POST", f"machines/{sid}/", params={"op": "deploy"})
+    assert resp.json()["status_name"] == "Deploying"
+    aborted = sim.call("POST", f"machines/{sid}/", params={"op": "abort"})
+    assert (aborted.status_code, aborted.json()["status_name"]) == (200, "Allocated")
+    again = sim.call("POST", f"machines/{sid}/", params={"op": "abort"})
+    assert (again.status_code, again.text) == (409, "Cannot abort in current state Allocated.")
