@@ -1,0 +1,155 @@
+#!/usr/bin/python
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: metal3_data
+short_description: Render a Metal3Machine's metaData and networkData Secrets from its data template
+version_added: 0.1.0
+description:
+  - For a Metal3Machine with C(spec.dataTemplate), does what CAPM3's Metal3Machine, Metal3DataTemplate and
+    Metal3Data controllers do - creates the Metal3DataClaim (named after the Metal3Machine), gives it the lowest free
+    index of the template, creates the Metal3Data C(<template>-<index>), claims an address from every pool the
+    template names (an IPClaim C(<metal3data>-<pool>) answered at once for Metal3 IPPools; a Cluster API
+    IPAddressClaim for other providers' pools, answered by that provider), and renders the Secrets
+    C(<metal3machine>-metadata) and C(<metal3machine>-networkdata) (keys C(metaData) and C(networkData), YAML).
+  - The Metal3Machine needs its owner Machine and the C(metal3.io/BareMetalHost) annotation naming its host, whose
+    C(status.hardware.nics) give the MAC addresses.
+  - Secrets that exist are never rewritten, so a host is re-provisioned in exactly the same state.
+  - Everything is checked before the first write - unknown pool, bad MAC address, bond parameter colliding with a
+    key, missing host interface - and the task fails naming the object and the field.
+  - When a pool is exhausted the Metal3Data gets C(IP Allocation for <pool> failed : Exhausted IP Pools) and the
+    task fails; running it again (or O(wait=true)) succeeds once an address is free.
+  - O(state=absent) releases the addresses, the index and the Metal3Data; the Secrets go with the Metal3Data.
+author:
+  - baremetal.capi contributors
+extends_documentation_fragment:
+  - baremetal.capi.store
+  - baremetal.capi.attributes
+options:
+  metal3machine:
+    description: The Metal3Machine's name.
+    type: str
+    required: true
+    aliases: [name]
+  namespace:
+    description: Its namespace. Defaults to O(store.namespace), then V(default).
+    type: str
+  state:
+    description: V(present) renders the data; V(absent) releases it.
+    type: str
+    choices: [present, absent]
+    default: present
+  wait:
+    description: Keep retrying while a pool is exhausted or a Cluster API IPAM provider has not answered yet.
+    type: bool
+    default: false
+  wait_timeout:
+    description: Seconds to keep retrying with O(wait=true).
+    type: int
+    default: 300
+  wait_sleep:
+    description: Seconds between two attempts.
+    type: int
+    default: 2
+"""
+
+EXAMPLES = r"""
+- name: Render the data of a worker
+  baremetal.capi.metal3_data:
+    metal3machine: test1-workers-7xk2p
+    namespace: metal3
+  register: data
+
+- name: What would be rendered, without writing anything
+  baremetal.capi.metal3_data:
+    metal3machine: test1-workers-7xk2p
+    namespace: metal3
+  check_mode: true
+  register: preview
+
+- name: Release it when the machine goes
+  baremetal.capi.metal3_data:
+    metal3machine: test1-workers-7xk2p
+    namespace: metal3
+    state: absent
+"""
+
+RETURN = r"""
+meta_data:
+  description: The metaData (in check mode, what would be rendered; the stored one when its Secret exists).
+  returned: when the template has metaData
+  type: dict
+  sample: {local-hostname: test1-workers-abcde, providerid: metal3/node-1/test1-workers-7xk2p}
+network_data:
+  description: The networkData, as C(links), C(networks), C(services) (OpenStack network_data.json shape).
+  returned: when the template has networkData
+  type: dict
+addresses:
+  description: Pool name to the address taken (in check mode, the one that would be taken) - C(address),
+    C(prefix), C(gateway), C(dnsServers); V(null) for a pool with nothing (yet).
+  returned: when present
+  type: dict
+data:
+  description: The Metal3Data's name (C(<template>-<index>)).
+  returned: when present
+  type: str
+  sample: test1-workers-3
+index:
+  description: The index the template gave the machine.
+  returned: when present
+  type: int
+  sample: 3
+secrets:
+  description: The Secret names by key (C(metaData), C(networkData)).
+  returned: when present
+  type: dict
+  sample: {metaData: test1-workers-7xk2p-metadata, networkData: test1-workers-7xk2p-networkdata}
+"""
+
+import time  # noqa: E402
+
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Requeue  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.metal3.data import DataManager  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam import AllocationFailed  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+
+
+def main():
+    module = CapiModule(
+        argument_spec=dict(
+            metal3machine=dict(type="str", required=True, aliases=["name"]),
+            namespace=dict(type="str"),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+            wait=dict(type="bool", default=False),
+            wait_timeout=dict(type="int", default=300),
+            wait_sleep=dict(type="int", default=2),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    ns = p["namespace"] or module.namespace
+    with module.errors():
+        manager = DataManager(module.store)
+        if p["state"] == "absent":
+            result = manager.delete(p["metal3machine"], ns, check=module.check_mode)
+            module.exit(result.pop("changed"), **result)
+        deadline = time.monotonic() + p["wait_timeout"]
+        while True:
+            try:
+                result = manager.reconcile(p["metal3machine"], ns, check=module.check_mode)
+                break
+            except (AllocationFailed, Requeue):
+                if not p["wait"] or module.check_mode or time.monotonic() + p["wait_sleep"] > deadline:
+                    raise
+                time.sleep(p["wait_sleep"])
+        result.pop("claim", None)
+        result["meta_data"] = result.pop("metaData")
+        result["network_data"] = result.pop("networkData")
+        module.exit(result.pop("changed"), **result)
+
+
+if __name__ == "__main__":
+    main()
