@@ -6,12 +6,11 @@ import copy
 
 import pytest
 import yaml
+from m3_objects import example_docs, example_json
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import render
 from ansible_collections.baremetal.capi.plugins.module_utils.model import convert
-
-from m3_objects import example_docs, example_json
 
 M3M = {
     "metadata": {
