@@ -16,7 +16,6 @@ options:
         run on several machines or in throwaway containers (AWX).
       - Set it once for a play with O(ignore:module_defaults) and the C(group/baremetal.capi.capi) action group.
     type: dict
-    default: {}
     suboptions:
       kind:
         description:
@@ -26,7 +25,7 @@ options:
         choices: [sqlite, kubernetes]
       path:
         description:
-          - The sqlite file (created with mode 0600: it holds Secrets).
+          - The sqlite file, created with mode 0600 since it holds Secrets.
           - When not set, the E(BAREMETAL_CAPI_STORE_PATH) environment variable, else
             C($XDG_STATE_HOME/baremetal-capi/state.db) (C(~/.local/state/baremetal-capi/state.db)).
           - sqlite store only.

@@ -130,7 +130,7 @@ def apply(store, obj: dict, k: kinds.Kind, *, force: bool = False, check: bool =
     md = body["metadata"]
     expected_rv = md.pop("resourceVersion", None)
     name, ns = md["name"], md.get("namespace")
-    for _ in range(_ATTEMPTS):
+    for _attempt in range(_ATTEMPTS):
         try:
             before = store.get(k.key, name, ns)
         except NotFound:

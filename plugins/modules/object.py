@@ -24,7 +24,7 @@ description:
   - Secret C(stringData) is stored base64-encoded in C(data). Secret values never appear in the result or the
     diff - they are replaced by V(VALUE_SPECIFIED_IN_NO_LOG_PARAMETER).
 author:
-  - baremetal.capi contributors
+  - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
   - baremetal.capi.attributes

@@ -12,7 +12,7 @@ description:
   - Lists the objects of one kind in the object store, by namespace, name and label selector.
   - Secret values are replaced by V(VALUE_SPECIFIED_IN_NO_LOG_PARAMETER) unless O(reveal_secrets=true).
 author:
-  - baremetal.capi contributors
+  - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
   - baremetal.capi.attributes.info_module

@@ -187,7 +187,7 @@ def test_absent_waits_until_finalizer_removed(run, store):
         # Another process plays the controller that removes its finalizer once it sees the deletion.
         other = SqliteStore(store.path)
         try:
-            for _ in range(600):
+            for _poll in range(600):
                 obj = other.get("Cluster", "prod", "metal3")
                 if obj["metadata"].get("deletionTimestamp"):
                     obj["metadata"]["finalizers"] = []
