@@ -24,9 +24,9 @@ written there when missing.
 from __future__ import annotations
 
 import argparse
+import filecmp
 import fnmatch
 import hashlib
-import filecmp
 import os
 import re
 import shutil
@@ -71,7 +71,9 @@ def shipped_files(tracked_only: bool = False) -> list[str]:
     try:
         out = subprocess.run(
             listing,
-            cwd=ROOT, check=True, capture_output=True,
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
         ).stdout.decode()
         candidates = [p for p in out.split("\0") if p]
     except (OSError, subprocess.CalledProcessError):
