@@ -57,3 +57,14 @@ def kube_namespace(kube_client, request):
     yield name
     # Not waited for: the namespace controller finishes it in the background.
     kube_svc.delete_namespace(kube_client, name)
+
+
+@pytest.fixture
+def kube_store(lab, kube):
+    """The kubernetes store on the lab's API server (admin kubeconfig)."""
+    from ansible_collections.baremetal.capi.plugins.module_utils.store.kubernetes import KubernetesStore
+    from lab.services import kube as kube_svc
+
+    store = KubernetesStore(kubeconfig=str(kube_svc.kubeconfig_path(lab.cfg)))
+    yield store
+    store.close()

@@ -2,49 +2,18 @@
 
 from __future__ import annotations
 
-import socket
 import ssl
 import time
 import urllib.request
 
 import pytest
+from kube_helpers import eventually, free_port, gone
 from kubernetes import client as k
-from kubernetes.client.exceptions import ApiException
 
 from lab import process
 from lab.config import LabConfig, Ports
 from lab.kube_build import build, pki
 from lab.services import kube as kube_svc
-
-# How long to wait for a controller to act before calling it broken (not a timing assertion).
-PATIENCE = 60.0
-
-
-def eventually(check, what: str, patience: float = PATIENCE):
-    deadline = time.monotonic() + patience
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not after {patience:.0f}s")
-        time.sleep(0.2)
-
-
-def gone(read) -> bool:
-    try:
-        read()
-    except ApiException as exc:
-        if exc.status == 404:
-            return True
-        raise
-    return False
-
-
-def free_port(host: str) -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 def test_binaries_are_cached_and_found_without_go(lab, kube, monkeypatch):
