@@ -76,7 +76,7 @@ class Faults:
 class Handler(BaseHTTPRequestHandler):
     # HTTP/1.0 answers (one request per connection) keep the forwarding simple
     protocol_version = "HTTP/1.0"
-    server: "ProxyServer"
+    server: ProxyServer
 
     def log_message(self, fmt, *args):  # one line per request, to the lab log
         print(f"{self.address_string()} {fmt % args}", flush=True)

@@ -9,15 +9,17 @@ isoinfo (Debian's genisoimage package) reads them back.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import subprocess
 import tempfile
 import urllib.request
+import uuid as uuid_mod
 from pathlib import Path
 
 from lab.config import LabConfig
-from lab.ironic import configs, hosts
+from lab.ironic import configs, hosts, mariadb
 from lab.ironic.install import tool
 
 
@@ -78,8 +80,9 @@ def read_config_drive(path: str | Path) -> dict:
     return out
 
 
-def _bmc_get(cfg: LabConfig, path: str) -> dict:
-    # straight to the emulator: reading back must not be disturbed by a fault in the proxy
+def bmc_get(cfg: LabConfig, path: str) -> dict:
+    """GET a Redfish resource from the emulator itself (not through the proxy, whose faults must not
+    disturb what a test reads back), with the lab BMC credentials."""
     token = base64.b64encode(f"{hosts.BMC_USERNAME}:{hosts.BMC_PASSWORD}".encode()).decode()
     req = urllib.request.Request(
         f"http://{cfg.host}:{cfg.ports.sushy}{path}", headers={"Authorization": f"Basic {token}"}
@@ -90,8 +93,8 @@ def _bmc_get(cfg: LabConfig, path: str) -> dict:
 
 def virtual_media(cfg: LabConfig, system_uuid: str) -> dict[str, dict]:
     """The emulated BMC's virtual media devices of one system: device id -> Redfish resource."""
-    coll = _bmc_get(cfg, f"/redfish/v1/Systems/{system_uuid}/VirtualMedia")
-    return {m["@odata.id"].rstrip("/").rsplit("/", 1)[1]: _bmc_get(cfg, m["@odata.id"]) for m in coll["Members"]}
+    coll = bmc_get(cfg, f"/redfish/v1/Systems/{system_uuid}/VirtualMedia")
+    return {m["@odata.id"].rstrip("/").rsplit("/", 1)[1]: bmc_get(cfg, m["@odata.id"]) for m in coll["Members"]}
 
 
 def media_file(cfg: LabConfig, device: dict) -> Path:
@@ -106,3 +109,38 @@ def media_file(cfg: LabConfig, device: dict) -> Path:
     if not found:
         raise LookupError(f"the emulator holds no downloaded copy of {name}")
     return found[-1]
+
+
+def stored_config_drive(cfg: LabConfig, node_uuid: str) -> dict | None:
+    """The config drive Ironic holds for a node, as the lab (not the API, which masks it) sees it.
+
+    For a fake-hardware node this is the only place the data exists: the fake deploy
+    interface builds no image. Ironic keeps a dict as given, and a built image as
+    gzipped base64 ISO (or a URL to one).
+    """
+    # the lab owns Ironic's database; the uuid is checked before it goes into SQL
+    node_uuid = str(uuid_mod.UUID(node_uuid))
+    row = mariadb.sql(cfg, f"SELECT instance_info FROM {configs.DB_NAME}.nodes WHERE uuid='{node_uuid}'").strip()
+    if not row or row == "NULL":
+        return None
+    drive = json.loads(row).get("configdrive")
+    if drive is None:
+        return None
+    if isinstance(drive, dict):
+        user_data = drive.get("user_data")
+        if isinstance(user_data, str):
+            user_data = user_data.encode()
+        return {
+            "meta_data": drive.get("meta_data"),
+            "network_data": drive.get("network_data"),
+            "user_data": user_data,
+        }
+    if drive.startswith(("http://", "https://")):
+        with urllib.request.urlopen(drive, timeout=30) as resp:
+            image = resp.read()
+    else:
+        image = gzip.decompress(base64.b64decode(drive))
+    with tempfile.NamedTemporaryFile(suffix=".iso") as tmp:
+        tmp.write(image)
+        tmp.flush()
+        return read_config_drive(tmp.name)

@@ -16,9 +16,17 @@ from lab.ironic.install import tool
 NAME = "ironic-mariadb"
 
 
-def _sql(cfg: LabConfig, statement: str) -> str:
+def sql(cfg: LabConfig, statement: str) -> str:
     return subprocess.run(
-        [tool("mariadb"), f"--socket={configs.mariadb_socket(cfg)}", "--batch", "--skip-column-names", "-e", statement],
+        [
+            tool("mariadb"),
+            f"--socket={configs.mariadb_socket(cfg)}",
+            "--batch",
+            "--raw",
+            "--skip-column-names",
+            "-e",
+            statement,
+        ],
         check=True,
         capture_output=True,
         text=True,
@@ -29,7 +37,7 @@ def ready(cfg: LabConfig) -> bool:
     if not process.port_open(cfg.host, cfg.ports.mariadb):
         return False
     try:
-        _sql(cfg, "SELECT 1")
+        sql(cfg, "SELECT 1")
         return True
     except subprocess.CalledProcessError:
         return False
@@ -53,11 +61,9 @@ def up(cfg: LabConfig) -> int:
                 stderr=subprocess.STDOUT,
                 check=True,
             )
-    pid = process.start(
-        cfg, NAME, [tool("mariadbd"), f"--defaults-file={cnf}"], ready=lambda: ready(cfg), timeout=60
-    )
+    pid = process.start(cfg, NAME, [tool("mariadbd"), f"--defaults-file={cnf}"], ready=lambda: ready(cfg), timeout=60)
     # idempotent: every `up` makes sure the database and its user exist
-    _sql(
+    sql(
         cfg,
         f"CREATE DATABASE IF NOT EXISTS {configs.DB_NAME} CHARACTER SET utf8mb3; "
         f"CREATE USER IF NOT EXISTS '{configs.DB_USER}'@'{cfg.host}' IDENTIFIED BY '{configs.DB_PASSWORD}'; "

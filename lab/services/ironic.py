@@ -63,7 +63,7 @@ def _restart_if_changed(cfg: LabConfig, name: str, path, write) -> None:
 
 
 def _schema(cfg: LabConfig, venv, conf) -> None:
-    tables = mariadb._sql(
+    tables = mariadb.sql(
         cfg, f"SELECT COUNT(*) FROM information_schema.tables WHERE table_schema='{configs.DB_NAME}'"
     ).strip()
     marker = cfg.data("ironic") / "schema-version"
