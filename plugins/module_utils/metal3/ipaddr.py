@@ -201,6 +201,8 @@ def validate_claim(obj: dict, old: dict | None = None) -> None:
         )
     if old is not None:
         old_pool = (old.get("spec") or {}).get("pool") or {}
+        ns = meta.namespace(obj)
+        defaults = {"namespace": ns, "kind": ""}
         for key in ("name", "namespace", "kind"):
-            if (old_pool.get(key) or "") != (pool.get(key) or "") and not (key == "namespace" and not pool.get(key)):
+            if (old_pool.get(key) or defaults.get(key, "")) != (pool.get(key) or defaults.get(key, "")):
                 raise Invalid("cannot be modified", obj=where, field=f"spec.pool.{key}")

@@ -1,0 +1,186 @@
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""chooseHost and the claim: which BareMetalHost a Metal3Machine gets (capm3.md §2.2).
+
+The choice is CAPM3's: the host already consumed by this machine wins; a host
+labelled for node reuse by this machine's control plane / MachineDeployment
+comes next; otherwise a uniformly random ``ready``/``available`` host, preferring
+the machine's failure domain.  Deleting, errored, paused and unhealthy hosts are
+never chosen.
+
+The claim is where this collection differs on purpose: CAPM3 serialises
+association with a process mutex.  Here the claim is a write of
+``spec.consumerRef`` carrying the resourceVersion the host was listed at; the
+store refuses it (Conflict) when anyone else wrote the host since, and the
+loser lists again and chooses again.  That holds across processes and across
+machines sharing a kubernetes store.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, Requeue
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base as hosts
+from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, names, selectors
+
+NO_HOST = "No available host found"
+# How many times one claim is retried after losing a race before the step gives up for now.
+CLAIM_ATTEMPTS = 10
+
+_SYSTEM_RANDOM = random.SystemRandom()  # CAPM3 picks with crypto/rand
+
+
+def host_selector(m3m: dict) -> selectors.Selector:
+    """spec.hostSelector as a label selector; matchExpressions operators lower-cased as CAPM3 does."""
+    hs = (m3m.get("spec") or {}).get("hostSelector") or {}
+    where = f"{meta.ref(m3m)}: spec.hostSelector"
+    exprs = [dict(e, operator=str(e.get("operator", "")).lower()) for e in hs.get("matchExpressions") or []]
+    return selectors.parse({"matchLabels": hs.get("matchLabels") or {}, "matchExpressions": exprs}, where=where)
+
+
+def consumed_by(host: dict, m3m: dict) -> bool:
+    ref = (host.get("spec") or {}).get("consumerRef") or {}
+    group = (ref.get("apiVersion") or "").split("/")[0]
+    return (
+        ref.get("kind") == "Metal3Machine"
+        and group == kinds.INFRA_GROUP
+        and ref.get("name") == meta.name(m3m)
+        and (ref.get("namespace") or meta.namespace(host)) == meta.namespace(m3m)
+    )
+
+
+def skip_reason(host: dict) -> str | None:
+    """Why a host can never be chosen (deleting, errored, paused, unhealthy), or None."""
+    if meta.is_deleting(host):
+        return "deleting"
+    if (host.get("status") or {}).get("errorMessage"):
+        return "error"
+    ann = meta.annotations(host)
+    if names.BMH_PAUSED_ANNOTATION in ann:
+        return "paused"
+    if names.UNHEALTHY_ANNOTATION in ann or names.UNHEALTHY_ANNOTATION_DEPRECATED in ann:
+        return "unhealthy"
+    return None
+
+
+def node_reuse_value(store, machine: dict | None) -> str | None:
+    """``cp-<KubeadmControlPlane>`` or ``md-<MachineDeployment>`` for the machine's owner, or None."""
+    if machine is None:
+        return None
+    labels = meta.labels(machine)
+    ns = meta.namespace(machine)
+    if names.CONTROL_PLANE_LABEL in labels:
+        kcp = refs.owner_of_kind(machine, "KubeadmControlPlane")
+        name = kcp["name"] if kcp else labels.get(names.CONTROL_PLANE_NAME_LABEL)
+        return f"cp-{name}" if name else None
+    ms_ref = refs.owner_of_kind(machine, "MachineSet")
+    md_name = labels.get(names.DEPLOYMENT_NAME_LABEL)
+    if ms_ref:
+        ms = refs.get_or_none(store, "MachineSet", ms_ref["name"], ns)
+        md_ref = refs.owner_of_kind(ms, "MachineDeployment") if ms else None
+        md_name = md_ref["name"] if md_ref else md_name
+    return f"md-{md_name}" if md_name else None
+
+
+def classify(hosts_list: list[dict], m3m: dict, reuse_value: str | None):
+    """(own host or None, reuse candidates, available candidates, skipped reasons) — pure."""
+    reuse, available, skipped = [], [], {}
+    for host in hosts_list:
+        if consumed_by(host, m3m):
+            return host, [], [], skipped
+        reuse_label = meta.labels(host).get(names.NODE_REUSE_LABEL)
+        if reuse_label is not None:
+            if reuse_label != reuse_value:
+                skipped[meta.name(host)] = "node-reuse label for another group"
+                continue
+        elif (host.get("spec") or {}).get("consumerRef"):
+            continue
+        why = skip_reason(host)
+        if why:
+            skipped[meta.name(host)] = why
+            continue
+        if reuse_label is not None:
+            reuse.append(host)
+        elif hosts.state(host) in (names.BMH_STATE_READY, names.BMH_STATE_AVAILABLE):
+            available.append(host)
+        else:
+            skipped[meta.name(host)] = f"state {hosts.state(host) or 'unregistered'}"
+    return None, reuse, available, skipped
+
+
+def pick(available: list[dict], failure_domain: str | None, rng=None) -> dict:
+    """Uniformly random, among the failure domain's hosts when there are any (else all)."""
+    rng = rng or _SYSTEM_RANDOM
+    if failure_domain:
+        in_fd = [h for h in available if meta.labels(h).get(names.FAILURE_DOMAIN_LABEL) == failure_domain]
+        if in_fd:
+            return rng.choice(in_fd)
+    return rng.choice(available)
+
+
+def choose_host(store, m3m: dict, machine: dict | None, rng=None) -> tuple[dict | None, str]:
+    """(host, reason) where reason is the AssociateBareMetalHost success reason; (None, why) when none."""
+    selector = host_selector(m3m)
+    listed = store.list(hosts.KIND, meta.namespace(m3m), selector)
+    own, reuse, available, skipped = classify(listed, m3m, node_reuse_value(store, machine))
+    if own is not None:
+        return own, names.ASSOCIATE_BMH_SUCCESS_REASON
+    if reuse:
+        not_ready = [h for h in reuse if hosts.state(h) not in (names.BMH_STATE_READY, names.BMH_STATE_AVAILABLE)]
+        if not_ready:
+            raise Requeue(f"node-reuse host(s) {', '.join(meta.name(h) for h in not_ready)} not ready yet", after=30)
+        return reuse[-1], names.ASSOCIATE_BMH_VIA_NODE_REUSE_SUCCESS_REASON
+    if not available:
+        detail = f" ({len(listed)} host(s) match the selector, none ready or available)" if listed else ""
+        return None, NO_HOST + detail
+    return pick(available, (m3m.get("spec") or {}).get("failureDomain"), rng), names.ASSOCIATE_BMH_SUCCESS_REASON
+
+
+def consumer_ref(m3m: dict) -> dict:
+    return {
+        "apiVersion": m3m["apiVersion"],
+        "kind": m3m["kind"],
+        "name": meta.name(m3m),
+        "namespace": meta.namespace(m3m),
+    }
+
+
+def claimed(host: dict, m3m: dict, cluster_name: str) -> dict:
+    """The host as the claim writes it: consumerRef, cluster label, node-reuse label gone (pure)."""
+    new = copy.deepcopy(host)
+    new["spec"]["consumerRef"] = consumer_ref(m3m)
+    labels = new["metadata"].setdefault("labels", {})
+    labels[names.CLUSTER_NAME_LABEL] = cluster_name
+    labels.pop(names.NODE_REUSE_LABEL, None)
+    return new
+
+
+def claim(store, m3m: dict, machine: dict, *, prepare=None, check: bool = False, rng=None):
+    """Choose a host and claim it; returns (host, reason).  Requeue("No available host found") when none.
+
+    ``prepare(host) -> host`` adds what the same write should carry (the host
+    spec when there is no data template).  The write carries the listed
+    resourceVersion: on Conflict another claimer won (or the host moved), so
+    list and choose again.
+    """
+    cluster_name = machine["spec"]["clusterName"]
+    for _ in range(CLAIM_ATTEMPTS):
+        host, reason = choose_host(store, m3m, machine, rng)
+        if host is None:
+            raise Requeue(reason, after=30, obj=meta.ref(m3m))
+        if check:
+            return host, reason
+        new = claimed(host, m3m, cluster_name)
+        if prepare is not None:
+            new = prepare(new)
+        if new == host:
+            return host, reason
+        new.pop("status", None)
+        try:
+            return store.update(new), reason
+        except Conflict:
+            continue
+    raise Requeue("lost the race for a host several times in a row; choosing again", after=0.2, obj=meta.ref(m3m))

@@ -1,0 +1,237 @@
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Pure functions over a Metal3Machine and its BareMetalHost (capm3.md §2.2, §2.4, §2.5, §3.1).
+
+The Metal3Machine webhook's image rules, the user data secret choice,
+setHostSpec and its undoing on delete, the pause annotations, and the
+machine's addresses from the host's hardware details.  Nothing here reads or
+writes a store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from urllib.parse import urlparse
+
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
+from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
+
+CHECKSUM_TYPES = ("md5", "sha256", "sha512")
+DISK_FORMATS = ("raw", "qcow2", "vdi", "vmdk", names.IMAGE_FORMAT_LIVE_ISO)
+CLEANING_MODES = (names.CLEANING_MODE_METADATA, names.CLEANING_MODE_DISABLED)
+
+# Host states during which delete waits for the host (capm3.md §2.4 step 3.6).
+DELETE_WAIT_STATES = (
+    names.BMH_STATE_PREPARING,
+    names.BMH_STATE_PROVISIONING,
+    names.BMH_STATE_PROVISIONED,
+    names.BMH_STATE_DEPROVISIONING,
+    names.BMH_STATE_POWERING_OFF_BEFORE_DELETE,
+    names.BMH_STATE_DELETING,
+)
+DELETE_NO_WAIT_STATES = (
+    names.BMH_STATE_REGISTERING,
+    names.BMH_STATE_MATCH_PROFILE,
+    names.BMH_STATE_INSPECTING,
+    names.BMH_STATE_READY,
+    names.BMH_STATE_AVAILABLE,
+    names.BMH_STATE_NONE,
+    names.BMH_STATE_UNMANAGED,
+)
+
+
+def _parse_request_uri(url: str) -> bool:
+    """Go's url.ParseRequestURI: an absolute URI (scheme) or an absolute path, no fragment."""
+    if not url or "#" in url or any(c in url for c in " \t\n"):
+        return False
+    return bool(urlparse(url).scheme) or url.startswith("/")
+
+
+def validate_image(spec: dict, where: str, field: str = "spec") -> None:
+    """The Metal3Machine webhook (C:internal/webhooks/v1beta2): Invalid naming the field, or nothing."""
+    if ((spec.get("customDeploy") or {}).get("method") or "") != "":
+        return
+    image = spec.get("image") or {}
+    url, checksum = image.get("url") or "", image.get("checksum") or ""
+    if not url and not checksum:
+        raise Invalid("either image or customDeploy is required", obj=where, field=f"{field}.image")
+    if not _parse_request_uri(url):
+        raise Invalid(f"image URL {url!r} is not a valid URI", obj=where, field=f"{field}.image.url")
+    if url.startswith("oci://"):
+        if checksum or image.get("checksumType"):
+            raise Invalid(
+                "checksum and checksumType must be empty for an oci:// image",
+                obj=where,
+                field=f"{field}.image.checksum",
+            )
+    elif image.get("diskFormat") != names.IMAGE_FORMAT_LIVE_ISO:
+        if not checksum:
+            raise Invalid("image checksum is required", obj=where, field=f"{field}.image.checksum")
+        if checksum.startswith(("http://", "https://")) and not _parse_request_uri(checksum):
+            raise Invalid(f"image checksum URL {checksum!r} is not valid", obj=where, field=f"{field}.image.checksum")
+    if image.get("checksumType") and image["checksumType"] not in CHECKSUM_TYPES:
+        raise Invalid(
+            f"checksumType {image['checksumType']!r}: one of {', '.join(CHECKSUM_TYPES)}",
+            obj=where,
+            field=f"{field}.image.checksumType",
+        )
+    if image.get("diskFormat") and image["diskFormat"] not in DISK_FORMATS:
+        raise Invalid(
+            f"diskFormat {image['diskFormat']!r}: one of {', '.join(DISK_FORMATS)}",
+            obj=where,
+            field=f"{field}.image.diskFormat",
+        )
+
+
+def validate(m3m: dict) -> None:
+    """The whole Metal3Machine webhook: image rules, same-namespace secrets, enum fields."""
+    where, ns, spec = meta.ref(m3m), meta.namespace(m3m), m3m.get("spec") or {}
+    validate_image(spec, where)
+    for key in ("userData", "metaData", "networkData"):
+        ref = spec.get(key)
+        if ref and ref.get("namespace") not in (None, "", ns):
+            raise Invalid(f"{key} must be in the Metal3Machine's namespace {ns}", obj=where, field=f"spec.{key}")
+    mode = spec.get("automatedCleaningMode")
+    if mode is not None and mode not in CLEANING_MODES:
+        raise Invalid(
+            f"automatedCleaningMode {mode!r}: one of {', '.join(CLEANING_MODES)}",
+            obj=where,
+            field="spec.automatedCleaningMode",
+        )
+
+
+def user_data_secret(m3m: dict, machine: dict) -> dict | None:
+    """getUserDataSecretName: spec.userData, overridden by the bootstrap dataSecretName (or configRef name)."""
+    ns = meta.namespace(m3m)
+    out = None
+    user = (m3m.get("spec") or {}).get("userData")
+    if user and user.get("name"):
+        out = {"name": user["name"], "namespace": user.get("namespace") or ns}
+    bootstrap = (machine.get("spec") or {}).get("bootstrap") or {}
+    if bootstrap.get("dataSecretName"):
+        out = {"name": bootstrap["dataSecretName"], "namespace": ns}
+    elif out is None and (bootstrap.get("configRef") or {}).get("name"):
+        out = {"name": bootstrap["configRef"]["name"], "namespace": ns}
+    return out
+
+
+def has_image(host: dict) -> bool:
+    spec = host.get("spec") or {}
+    return bool((spec.get("image") or {}).get("url") or (spec.get("customDeploy") or {}).get("method"))
+
+
+def set_host_spec(host: dict, m3m: dict, machine: dict) -> bool:
+    """setHostSpec in place; True if it changed the host.  Never touches a host that has an image already."""
+    spec, status = m3m.get("spec") or {}, m3m.get("status") or {}
+    hspec = host.setdefault("spec", {})
+    changed = False
+    if not has_image(host) and status.get("userData"):
+        image, custom = spec.get("image") or {}, (spec.get("customDeploy") or {}).get("method")
+        if not image.get("url") and not custom:
+            raise Invalid("either image or customDeploy is required", obj=meta.ref(m3m), field="spec.image")
+        if image.get("url"):
+            new_image = {"url": image["url"], "checksum": image.get("checksum") or ""}
+            if image.get("checksumType"):
+                new_image["checksumType"] = image["checksumType"]
+            if image.get("diskFormat"):
+                new_image["format"] = image["diskFormat"]  # BMO's field name
+            hspec["image"] = new_image
+        if custom:
+            hspec["customDeploy"] = {"method": custom}
+        ud = status["userData"]
+        hspec["userData"] = {"name": ud["name"], "namespace": ud.get("namespace") or meta.namespace(host)}
+        for key in ("metaData", "networkData"):
+            ref = status.get(key)
+            if ref and ref.get("name"):
+                ns = ref.get("namespace") or meta.namespace(machine)
+                if ns != meta.namespace(host):
+                    raise Invalid(f"{key} secret must be in the host's namespace", obj=meta.ref(m3m), field=key)
+                hspec[key] = {"name": ref["name"], "namespace": ns}
+        changed = True
+    mode = spec.get("automatedCleaningMode")
+    if mode and hspec.get("automatedCleaningMode") != mode:
+        hspec["automatedCleaningMode"] = mode
+        changed = True
+    if hspec.get("online") is not True and (changed or has_image(host)):
+        hspec["online"] = True
+        changed = True
+    return changed
+
+
+def clear_host_spec(host: dict, m3m: dict) -> bool:
+    """Delete step 3.3-3.4: image, customDeploy, our secrets, and power as CAPM3 decides.  True if changed."""
+    hspec = host.setdefault("spec", {})
+    status = m3m.get("status") or {}
+    before = json.dumps(hspec, sort_keys=True)
+    hspec.pop("image", None)
+    hspec.pop("customDeploy", None)
+    for key in ("userData", "metaData", "networkData"):
+        ours = status.get(key)
+        if ours and hspec.get(key) and hspec[key].get("name") == ours.get("name"):
+            hspec.pop(key, None)
+    if hspec.get("disablePowerOff"):
+        online = True
+    elif os.environ.get(names.FAST_TRACK_ENV) == "true" and hspec.get("automatedCleaningMode") != "disabled":
+        online = True
+    else:
+        online = False
+    hspec["online"] = online
+    return json.dumps(hspec, sort_keys=True) != before
+
+
+def delete_must_wait(host: dict) -> bool:
+    """Whether delete waits for the host before releasing it (step 3.6)."""
+    st = ((host.get("status") or {}).get("provisioning") or {}).get("state") or ""
+    if st == names.BMH_STATE_EXTERNALLY_PROVISIONED:
+        return bool((host.get("status") or {}).get("poweredOn"))
+    return st not in DELETE_NO_WAIT_STATES
+
+
+def set_pause(host: dict) -> bool:
+    """SetPauseAnnotation: paused=metal3.io/capm3 and the status snapshot (minus hardware); block-move gone.
+
+    CAPM3 writes block-move first and removes it after, in three patches, so a
+    clusterctl move never sees a half-paused host; one write does the same here.
+    """
+    ann = host["metadata"].setdefault("annotations", {})
+    if names.BMH_PAUSED_ANNOTATION in ann:
+        return ann.pop(names.BLOCK_MOVE_ANNOTATION, None) is not None
+    snapshot = {k: v for k, v in (host.get("status") or {}).items() if k != "hardware"}
+    ann[names.BMH_PAUSED_ANNOTATION] = names.PAUSED_ANNOTATION_VALUE_CAPM3
+    ann[names.BMH_STATUS_ANNOTATION] = json.dumps(snapshot, sort_keys=True)
+    ann.pop(names.BLOCK_MOVE_ANNOTATION, None)
+    return True
+
+
+def remove_pause(host: dict, cluster_name: str) -> bool:
+    """RemovePauseAnnotation: only our pause, only on a host of this cluster; a user's pause stays."""
+    ann = (host.get("metadata") or {}).get("annotations") or {}
+    if meta.labels(host).get(names.CLUSTER_NAME_LABEL) != cluster_name:
+        return False
+    if ann.get(names.BMH_PAUSED_ANNOTATION) != names.PAUSED_ANNOTATION_VALUE_CAPM3:
+        return False
+    del ann[names.BMH_PAUSED_ANNOTATION]
+    return True
+
+
+def ensure_block_move(host: dict) -> bool:
+    """EnsureBlockMoveAnnotation: an associated, unpaused host always carries block-move."""
+    ann = host["metadata"].setdefault("annotations", {})
+    if names.BMH_PAUSED_ANNOTATION in ann or names.BLOCK_MOVE_ANNOTATION in ann:
+        return False
+    ann[names.BLOCK_MOVE_ANNOTATION] = ""
+    return True
+
+
+def addresses(hardware: dict | None) -> list[dict]:
+    """status.addresses: one InternalIP per NIC address, Hostname and InternalDNS from the hostname."""
+    out = []
+    for nic in (hardware or {}).get("nics") or []:
+        if nic.get("ip"):
+            out.append({"type": "InternalIP", "address": nic["ip"]})
+    hostname = (hardware or {}).get("hostname")
+    if hostname:
+        out.append({"type": "Hostname", "address": hostname})
+        out.append({"type": "InternalDNS", "address": hostname})
+    return out

@@ -1,0 +1,375 @@
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The Metal3Machine flow: CAPM3's Metal3Machine controller plus what Cluster API core does (capm3.md §2.1-2.5).
+
+``MachineManager.step(name, ns)`` is one reconcile of one Metal3Machine, in
+the controller's order: owner Machine, Cluster infrastructure, pause, delete or
+normal (finalizer, bootstrap data, associate = choose + claim a host, data
+claim and render, host spec, drive the host one step through the host driver,
+wait for ``provisioned``, providerID on the Node, addresses), then the
+Machine's core duties (capi.machine).  Steps are idempotent and safe to
+interrupt; ``runner.run`` calls them until done, many machines at once.
+
+The choice of host is in metal3/choose.py, the pure host-spec functions in
+metal3/host_spec.py, deletion in metal3/machine_delete.py.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from ansible_collections.baremetal.capi.plugins.module_utils import runner
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import cluster as capi_cluster
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import machine as capi_machine
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
+    CapiError,
+    Conflict,
+    Invalid,
+    NotFound,
+    Requeue,
+)
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base as hosts
+from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import choose, host_spec, provider_id
+from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
+from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
+
+KIND = "Metal3Machine"
+_HOST_WRITE_ATTEMPTS = 20
+
+
+def owner_machine(store, m3m: dict, *, check: bool = False) -> dict | None:
+    """The Machine owning this Metal3Machine; one whose infrastructureRef names it is made its owner."""
+    ns = meta.namespace(m3m)
+    ref = refs.owner_of_kind(m3m, "Machine")
+    if ref:
+        return refs.get_or_none(store, "Machine", ref["name"], ns)
+    for machine in store.list("Machine", ns):
+        infra = (machine.get("spec") or {}).get("infrastructureRef") or {}
+        if infra.get("kind") == KIND and infra.get("name") == meta.name(m3m):
+            # What the Machine controller does first (capi-core.md §2.2): own the infrastructure machine.
+            refs.take_ownership(store, machine, infra, check=check)
+            return machine
+    return None
+
+
+def associated_host(store, m3m: dict) -> dict | None:
+    """The BareMetalHost of the ``metal3.io/BareMetalHost`` annotation (name part; always our namespace)."""
+    value = meta.annotations(m3m).get(names.HOST_ANNOTATION)
+    if not value:
+        return None
+    return refs.get_or_none(store, hosts.KIND, value.split("/")[-1], meta.namespace(m3m))
+
+
+def mutate_host(store, host: dict, change) -> dict:
+    """Re-read, ``change(host) -> bool``, write; retried on Conflict (the host driver writes status meanwhile)."""
+    ns, name = hosts.key(host)
+    for _ in range(_HOST_WRITE_ATTEMPTS):
+        current = store.get(hosts.KIND, name, ns)
+        new = copy.deepcopy(current)
+        if not change(new):
+            return current
+        new.pop("status", None)
+        try:
+            return store.update(new)
+        except Conflict:
+            continue
+    raise Requeue(f"BareMetalHost {ns}/{name} keeps changing; retrying", after=1)
+
+
+class MachineManager:
+    """Reconciles Metal3Machines against a store, a host driver and the workload clusters."""
+
+    def __init__(
+        self,
+        store,
+        driver,
+        *,
+        workload_kubeconfig=None,
+        rng=None,
+        clock=None,
+        no_host_requeue=30.0,
+        fail_on_host_error=True,
+    ):
+        from ansible_collections.baremetal.capi.plugins.module_utils.metal3.data import DataManager
+
+        self.store = store
+        self.driver = driver
+        self.data = DataManager(store)
+        self.workload_kubeconfig = workload_kubeconfig
+        self.rng = rng
+        self.clock = clock
+        self.no_host_requeue = no_host_requeue
+        # A host in error fails its machine's task at once (the error is on the host and in the result);
+        # the host driver retries it with BMO's backoff on the next run.
+        self.fail_on_host_error = fail_on_host_error
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def workload(self, cluster_name: str, ns: str):
+        try:
+            return wl.client_for(self.store, cluster_name, ns, self.workload_kubeconfig)
+        except NotFound:
+            raise Requeue(
+                f"waiting for the {wl.kubeconfig_secret_name(cluster_name)} Secret of the workload cluster", after=10
+            ) from None
+
+    def _cond(self, m3m, ctype, status, reason, message=""):
+        return conditions.set_condition(m3m, ctype, status, reason, message, clock=self.clock)
+
+    def _save(self, before: dict, after: dict, check: bool) -> dict:
+        if check or after == before:
+            return after
+        return refs.write(self.store, before, after)
+
+    # -- one step ----------------------------------------------------------------------
+
+    def step(self, name: str, ns: str, check: bool = False) -> Step:
+        m3m = refs.get_or_none(self.store, KIND, name, ns)
+        if m3m is None:
+            raise Invalid(f'Metal3Machine "{name}" not found', obj=f"Metal3Machine {ns}/{name}")
+        host_spec.validate(m3m)
+        machine = owner_machine(self.store, m3m, check=check)
+        m3m = self.store.get(KIND, name, ns)
+        if meta.is_deleting(m3m):
+            from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import machine_delete
+
+            return machine_delete.step(self, m3m, machine, check=check)
+        after = copy.deepcopy(m3m)
+        if machine is None:
+            self._cond(
+                after, names.ASSOCIATE_BMH, False, names.WAITING_FOR_METAL3_MACHINE_OWNER_REF_REASON, "no owner Machine"
+            )
+            self._save(m3m, after, check)
+            raise Requeue("waiting for a Machine whose infrastructureRef names this Metal3Machine", after=10)
+        cluster_name = machine["spec"]["clusterName"]
+        cluster = refs.get_or_none(self.store, "Cluster", cluster_name, ns)
+        if cluster is None:
+            raise Requeue(f"waiting for Cluster {ns}/{cluster_name}", after=10)
+        cstep = capi_cluster.reconcile(self.store, cluster, clock=self.clock, check=check)
+        if not cstep.done:
+            self._cond(
+                after, names.ASSOCIATE_BMH, False, names.WAITING_FOR_CLUSTER_INFRASTRUCTURE_READY_REASON, cstep.message
+            )
+            self._save(m3m, after, check)
+            raise Requeue(f"Cluster {cluster_name}: {cstep.message}", after=5)
+        m3c = refs.get_ref(self.store, cluster["spec"].get("infrastructureRef"), ns)
+        if m3c is None:
+            self._cond(after, names.ASSOCIATE_BMH, False, names.WAITING_FOR_METAL3_CLUSTER_REASON)
+            self._save(m3m, after, check)
+            raise Requeue(f"waiting for the Metal3Cluster of Cluster {cluster_name}", after=10)
+        host = associated_host(self.store, m3m)
+        paused = refs.is_paused(cluster, m3m)
+        if host is not None and not check:
+            cluster_paused = bool((cluster.get("spec") or {}).get("paused"))
+            host = mutate_host(
+                self.store,
+                host,
+                lambda h: (
+                    (host_spec.set_pause(h) if cluster_paused else host_spec.remove_pause(h, cluster_name))
+                    | (False if cluster_paused else host_spec.ensure_block_move(h))
+                ),
+            )
+        if paused:
+            self._cond(after, names.PAUSED, True, names.PAUSED_REASON)
+            self._save(m3m, after, check)
+            return Step(done=False, message="paused", requeue_after=30, data=self._report(after, host))
+        changed = self._cond(after, names.PAUSED, False, names.NOT_PAUSED_REASON)
+        changed |= meta.add_finalizer(after, names.METAL3_MACHINE_FINALIZER)
+        fd = (machine.get("spec") or {}).get("failureDomain")
+        if fd and after["spec"].get("failureDomain") != fd:
+            after["spec"]["failureDomain"] = fd
+            changed = True
+        if not host_spec.user_data_secret(after, machine):
+            self._cond(after, names.ASSOCIATE_BMH, False, names.WAITING_FOR_BOOTSTRAP_DATA_REASON)
+            self._save(m3m, after, check)
+            raise Requeue("waiting for the bootstrap data secret (Machine spec.bootstrap.dataSecretName)", after=5)
+        if host is None:
+            return self._associate(m3m, after, machine, check)
+        return self._normal(m3m, after, machine, m3c, host, check, changed)
+
+    def _report(self, m3m: dict, host: dict | None, **extra) -> dict:
+        return {
+            "host": meta.name(host) if host else None,
+            "host_state": hosts.state(host) if host else None,
+            "providerID": (m3m.get("spec") or {}).get("providerID"),
+            **extra,
+        }
+
+    # -- associate ---------------------------------------------------------------------
+
+    def _associate(self, m3m: dict, after: dict, machine: dict, check: bool) -> Step:
+        ns = meta.namespace(m3m)
+        after.setdefault("status", {})["userData"] = host_spec.user_data_secret(after, machine)
+        template = (after["spec"].get("dataTemplate") or {}).get("name")
+
+        def prepare(new_host):
+            if not template:  # without a template the spec goes in with the claim
+                host_spec.set_host_spec(new_host, after, machine)
+            return new_host
+
+        try:
+            host, reason = choose.claim(self.store, after, machine, prepare=prepare, check=check, rng=self.rng)
+        except Requeue as exc:
+            if choose.NO_HOST in exc.message:
+                self._cond(after, names.ASSOCIATE_BMH, False, names.ASSOCIATE_BMH_FAILED_REASON, exc.message)
+                self._save(m3m, after, check)
+                raise Requeue(exc.message, after=self.no_host_requeue) from None
+            raise
+        if check:
+            return Step(
+                done=True,
+                changed=True,
+                message=f"would associate with host {meta.name(host)}",
+                data=self._report(after, host),
+            )
+        self._label_bmc_secret(host, machine["spec"]["clusterName"], add=True)
+        after["metadata"].setdefault("annotations", {})[names.HOST_ANNOTATION] = f"{ns}/{meta.name(host)}"
+        self._cond(after, names.ASSOCIATE_BMH, True, reason)
+        self._save(m3m, after, check)
+        return Step(
+            changed=True,
+            message=f"associated with host {meta.name(host)}",
+            requeue_after=0,
+            data=self._report(after, host),
+        )
+
+    def _label_bmc_secret(self, host: dict, cluster_name: str, add: bool) -> None:
+        """The BMC credentials Secret gets (loses) the cluster-name label, as CAPM3 does for clusterctl move."""
+        secret_name = ((host.get("spec") or {}).get("bmc") or {}).get("credentialsName")
+        secret = refs.get_or_none(self.store, "Secret", secret_name, meta.namespace(host))
+        if secret is None:
+            return
+        labels = secret["metadata"].setdefault("labels", {})
+        if add and labels.get(names.CLUSTER_NAME_LABEL) != cluster_name:
+            labels[names.CLUSTER_NAME_LABEL] = cluster_name
+        elif not add and labels.get(names.CLUSTER_NAME_LABEL) == cluster_name:
+            del labels[names.CLUSTER_NAME_LABEL]
+        else:
+            return
+        try:
+            self.store.update(secret)
+        except Conflict:
+            pass  # re-done on the next step
+
+    # -- metadata, host spec, provisioning, providerID -----------------------------------
+
+    def _metadata(self, after: dict, check: bool) -> bool:
+        """AssociateM3Metadata + WaitForM3Metadata: user secrets, then the rendered data.  True when ready."""
+        ns, status = meta.namespace(after), after.setdefault("status", {})
+        for key in ("metaData", "networkData"):
+            ref = after["spec"].get(key)
+            if ref and ref.get("name") and not status.get(key):
+                status[key] = {"name": ref["name"], "namespace": ns}
+        if not (after["spec"].get("dataTemplate") or {}).get("name"):
+            self._cond(after, names.ASSOCIATE_METADATA, True, names.ASSOCIATE_METADATA_SUCCESS_REASON)
+            return True
+        try:
+            result = self.data.reconcile(meta.name(after), ns, check=check)
+        except Requeue:
+            raise
+        except Invalid as exc:
+            self._cond(after, names.ASSOCIATE_METADATA, False, names.ASSOCIATE_METADATA_FAILED_REASON, str(exc))
+            raise
+        except Exception as exc:  # AllocationFailed and friends: the claim waits, as CAPM3 requeues
+            self._cond(after, names.METAL3_DATA_READY, False, names.WAITING_FOR_METAL3_DATA_REASON, str(exc))
+            raise Requeue(f"waiting for Metal3Data: {exc}", after=10) from None
+        self._cond(after, names.ASSOCIATE_METADATA, True, names.ASSOCIATE_METADATA_SUCCESS_REASON)
+        if check:
+            return True
+        status["renderedData"] = {"name": result["data"], "namespace": ns}
+        for key, secret in (result.get("secrets") or {}).items():
+            if not status.get(key):  # the user's secrets win
+                status[key] = {"name": secret, "namespace": ns}
+        self._cond(after, names.METAL3_DATA_READY, True, names.METAL3_DATA_SECRETS_READY_REASON)
+        return True
+
+    def _normal(self, m3m, after, machine, m3c, host, check, changed) -> Step:
+        ns = meta.namespace(after)
+        status = after.setdefault("status", {})
+        user_data = host_spec.user_data_secret(after, machine)
+        if status.get("userData") != user_data:
+            status["userData"] = user_data
+        provisioned = bool((status.get("initialization") or {}).get("provisioned"))
+        if not provisioned:
+            self._metadata(after, check)
+        if check:
+            would = not provisioned or not (machine.get("status") or {}).get("nodeRef")
+            msg = f"would continue on host {meta.name(host)}" if would else f"provisioned on host {meta.name(host)}"
+            return Step(done=True, changed=would or changed, message=msg, data=self._report(after, host))
+        cluster_name = machine["spec"]["clusterName"]
+
+        def update_host(h):
+            if not choose.consumed_by(h, after):
+                raise Invalid(
+                    f"BareMetalHost {meta.name(h)} is consumed by {(h['spec'].get('consumerRef') or {}).get('name')}",
+                    obj=meta.ref(after),
+                    field=f"metadata.annotations[{names.HOST_ANNOTATION}]",
+                )
+            return host_spec.set_host_spec(h, after, machine) | host_spec.ensure_block_move(h)
+
+        host = mutate_host(self.store, host, update_host)
+        addresses = host_spec.addresses(hosts.hardware_of(self.store, host))
+        if status.get("addresses") != addresses:
+            status["addresses"] = addresses
+        self._cond(after, names.ASSOCIATE_BMH, True, names.ASSOCIATE_BMH_SUCCESS_REASON)
+        step = self.driver.reconcile(self.store, host) if hosts.state(host) != names.BMH_STATE_PROVISIONED else None
+        host = self.store.get(hosts.KIND, meta.name(host), ns)
+        if hosts.state(host) != names.BMH_STATE_PROVISIONED or not hosts.image_deployed(host):
+            self._cond(after, names.READY, False, names.NOT_READY_REASON, f"host {meta.name(host)} not provisioned")
+            self._save(m3m, after, check)
+            summary = hosts.summary(host)
+            msg = (step.message if step else "") or f"host {meta.name(host)} is {summary['state']}"
+            if hosts.failed(host):
+                msg = f"host {meta.name(host)}: {summary['errorType']}: {summary['errorMessage']}"
+                if self.fail_on_host_error:
+                    raise CapiError(msg, obj=meta.ref(after))
+            poll = step.requeue_after if step and step.requeue_after is not None else 2
+            report = self._report(after, host, hostStatus=summary)
+            return Step(changed=True, message=msg, requeue_after=poll, data=report)
+        client = self.workload(cluster_name, ns)
+        if not provisioned or not after["spec"].get("providerID"):
+            m3c_obj = m3c
+            node = provider_id.set_node_provider_id(client, after, host, m3c_obj, machine, addresses)
+            after["spec"]["providerID"] = node["spec"]["providerID"]
+            status.setdefault("initialization", {})["provisioned"] = True
+        self._cond(after, names.READY, True, names.READY_REASON)
+        stored = self._save(m3m, after, check)
+        mstep = capi_machine.reconcile(
+            self.store, self.store.get("Machine", meta.name(machine), ns), workload=client, clock=self.clock
+        )
+        msg = f"host {meta.name(host)} provisioned; Machine {mstep.message}"
+        phase = ((mstep.data.get("machine") or {}).get("status") or {}).get("phase")
+        return Step(
+            done=mstep.done,
+            changed=(stored is not m3m and stored != m3m) or mstep.changed,
+            message=msg,
+            requeue_after=5,
+            data=self._report(after, host, machinePhase=phase),
+        )
+
+    # -- many at once ------------------------------------------------------------------
+
+    def run(self, keys, *, delete=False, check=False, wait=True, timeout=None, poll=2.0, workers=8, progress=None):
+        """Reconcile (or delete) every (namespace, name) concurrently until done or the deadline."""
+        fn = self.delete_step if delete else self.step
+
+        def one(key):
+            return fn(key[1], key[0], check=check)
+
+        return runner.run(
+            list(keys),
+            one,
+            key=lambda k: f"{k[0]}/{k[1]}",
+            workers=workers,
+            wait=wait and not check,
+            timeout=timeout,
+            poll=poll,
+            progress=progress,
+        )
+
+    def delete_step(self, name: str, ns: str, check: bool = False) -> Step:
+        from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import machine_delete
+
+        return machine_delete.remove(self, name, ns, check=check)

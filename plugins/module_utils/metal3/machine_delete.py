@@ -1,0 +1,172 @@
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Deleting a Metal3Machine (capm3.md §2.4) and, with it, its Machine (capi-core.md §2.4).
+
+``step`` is CAPM3's reconcileDelete for a Metal3Machine being deleted:
+release the data (claim, Metal3Data, addresses, secrets), deprovision the host
+(image and our secrets cleared, powered off unless disablePowerOff / fast
+track), wait while the host is busy, then release it (consumerRef cleared or
+pointed at the Cluster for node reuse, cluster label and our pause removed)
+and drop the finalizer last.
+
+``remove`` is what ``state: absent`` does: delete the owner Machine and the
+Metal3Machine and step both (the Machine's Node goes after the Metal3Machine,
+as Cluster API does) until both are gone.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import machine as capi_machine
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base as hosts
+from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import choose, host_spec
+from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, kinds, meta, names
+from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
+
+
+def node_reuse_template(store, machine: dict | None) -> dict | None:
+    """The Metal3MachineTemplate behind the machine's MachineSet or control plane (for spec.nodeReuse)."""
+    if machine is None:
+        return None
+    ns = meta.namespace(machine)
+    infra_ref = None
+    kcp_ref = refs.owner_of_kind(machine, "KubeadmControlPlane")
+    ms_ref = refs.owner_of_kind(machine, "MachineSet")
+    if kcp_ref:
+        kcp = refs.get_or_none(store, "KubeadmControlPlane", kcp_ref["name"], ns)
+        infra_ref = ((((kcp or {}).get("spec") or {}).get("machineTemplate") or {}).get("spec") or {}).get(
+            "infrastructureRef"
+        ) or (((kcp or {}).get("spec") or {}).get("machineTemplate") or {}).get("infrastructureRef")
+    elif ms_ref:
+        ms = refs.get_or_none(store, "MachineSet", ms_ref["name"], ns)
+        infra_ref = ((((ms or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get("infrastructureRef")
+    return refs.get_ref(store, infra_ref, ns)
+
+
+def released(host: dict, cluster: dict | None, template: dict | None, reuse: str | None) -> dict:
+    """The host once the machine lets go of it (steps 3.7-3.10), pure.  ``reuse`` is cp-<kcp> / md-<md>."""
+    new = copy.deepcopy(host)
+    new["spec"].pop("consumerRef", None)
+    labels = new["metadata"].setdefault("labels", {})
+    cluster_deleting = cluster is None or meta.is_deleting(cluster)
+    if not cluster_deleting and ((template or {}).get("spec") or {}).get("nodeReuse") and reuse:
+        labels[names.NODE_REUSE_LABEL] = reuse
+        new["spec"]["consumerRef"] = {
+            "apiVersion": f"{kinds.CAPI_GROUP}/v1beta2",
+            "kind": "Cluster",
+            "name": meta.name(cluster),
+            "namespace": meta.namespace(cluster),
+        }
+    labels.pop(names.CLUSTER_NAME_LABEL, None)
+    ann = new["metadata"].get("annotations") or {}
+    if ann.get(names.BMH_PAUSED_ANNOTATION) == names.PAUSED_ANNOTATION_VALUE_CAPM3:
+        del ann[names.BMH_PAUSED_ANNOTATION]
+    ann.pop(names.BLOCK_MOVE_ANNOTATION, None)  # only an associated host blocks a move
+    return new
+
+
+def step(mgr, m3m: dict, machine: dict | None, *, check: bool = False) -> Step:
+    """One step of reconcileDelete; ``done`` when the Metal3Machine is gone."""
+    from ansible_collections.baremetal.capi.plugins.module_utils.metal3.machine import associated_host, mutate_host
+
+    store, ns, name = mgr.store, meta.namespace(m3m), meta.name(m3m)
+    after = copy.deepcopy(m3m)
+    conditions.set_condition(after, names.ASSOCIATE_METADATA, False, names.DELETING_REASON, clock=mgr.clock)
+    if check:
+        host = associated_host(store, m3m)
+        return Step(done=True, changed=True, message="would be deleted", data=mgr._report(after, host))
+    # DissociateM3Metadata
+    status = after.setdefault("status", {})
+    if (after["spec"].get("dataTemplate") or {}).get("name"):
+        mgr.data.delete(name, ns)
+        for key, suffix in (("metaData", "-metadata"), ("networkData", "-networkdata")):
+            if (status.get(key) or {}).get("name") == f"{name}{suffix}":
+                status.pop(key, None)
+        status.pop("renderedData", None)
+    cluster_name = (machine or {}).get("spec", {}).get("clusterName") or meta.labels(m3m).get(names.CLUSTER_NAME_LABEL)
+    cluster = refs.get_or_none(store, "Cluster", cluster_name, ns)
+    host = associated_host(store, m3m)
+    if host is not None and choose.consumed_by(host, m3m):
+        mgr._label_bmc_secret(host, cluster_name, add=False)
+        host = mutate_host(store, host, lambda h: host_spec.clear_host_spec(h, m3m))
+        if host_spec.delete_must_wait(host) or hosts.has_image(host):
+            dstep = mgr.driver.reconcile(store, host)
+            host = store.get(hosts.KIND, meta.name(host), ns)
+            if host_spec.delete_must_wait(host):
+                refs.write(store, m3m, after)
+                summary = hosts.summary(host)
+                return Step(
+                    changed=True,
+                    message=dstep.message or f"waiting for host {meta.name(host)} to deprovision ({summary['state']})",
+                    requeue_after=dstep.requeue_after if dstep.requeue_after is not None else 2,
+                    data=mgr._report(after, host, hostStatus=summary),
+                )
+        template = node_reuse_template(store, machine)
+        reuse = choose.node_reuse_value(store, machine)
+        mutate_host(
+            store,
+            host,
+            lambda h: _replace(h, released(h, cluster, template, reuse)) if choose.consumed_by(h, m3m) else False,
+        )
+    meta.remove_finalizer(after, names.METAL3_MACHINE_FINALIZER)
+    try:
+        refs.write(store, m3m, after)
+    except NotFound:
+        pass
+    return Step(done=True, changed=True, message="deleted", data=mgr._report(after, host))
+
+
+def _replace(target: dict, new: dict) -> bool:
+    if target == new:
+        return False
+    target.clear()
+    target.update(new)
+    return True
+
+
+def remove(mgr, name: str, ns: str, *, check: bool = False) -> Step:
+    """``state: absent``: delete the Machine and the Metal3Machine; ``done`` when both are gone."""
+    from ansible_collections.baremetal.capi.plugins.module_utils.metal3.machine import owner_machine
+
+    store = mgr.store
+    m3m = refs.get_or_none(store, "Metal3Machine", name, ns)
+    machine = owner_machine(store, m3m, check=True) if m3m is not None else None
+    if machine is None:
+        machine = refs.get_or_none(store, "Machine", name, ns)
+        infra = ((machine or {}).get("spec") or {}).get("infrastructureRef") or {}
+        if infra.get("name") != name or infra.get("kind") != "Metal3Machine":
+            machine = None
+    if m3m is None and machine is None:
+        return Step(done=True, changed=False, message="absent")
+    if check:
+        return Step(done=True, changed=True, message="would be deleted")
+    if machine is not None and not meta.is_deleting(machine):
+        store.delete("Machine", meta.name(machine), ns)
+        machine = refs.get_or_none(store, "Machine", meta.name(machine), ns)
+    m3m = refs.get_or_none(store, "Metal3Machine", name, ns)
+    if m3m is not None:
+        if not meta.is_deleting(m3m):
+            store.delete("Metal3Machine", name, ns)
+            m3m = refs.get_or_none(store, "Metal3Machine", name, ns)
+        if m3m is not None:
+            s = step(mgr, m3m, machine)
+            if refs.get_or_none(store, "Metal3Machine", name, ns) is not None:
+                s.changed = True
+                return s
+    machine = refs.get_or_none(store, "Machine", meta.name(machine), ns) if machine is not None else None
+    if machine is not None:
+        mstep = capi_machine.reconcile_delete(store, machine, workload=_workload_or_none(mgr, machine), clock=mgr.clock)
+        if refs.get_or_none(store, "Machine", meta.name(machine), ns) is None:
+            return Step(done=True, changed=True, message=mstep.message)
+        return Step(changed=True, message=mstep.message, requeue_after=mstep.requeue_after)
+    return Step(done=True, changed=True, message="deleted")
+
+
+def _workload_or_none(mgr, machine):
+    try:
+        return mgr.workload(machine["spec"]["clusterName"], meta.namespace(machine))
+    except Exception:  # no kubeconfig Secret: capi.machine decides what a missing workload means
+        return None
