@@ -135,3 +135,13 @@ def set_status(store, kind, name, ns, **fields) -> dict:
     status = obj.setdefault("status", {})
     status.update(fields)
     return store.update_status(obj)
+
+
+def kubeconfig_secret(cluster: str, namespace: str, kubeconfig: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": f"{cluster}-kubeconfig", "namespace": namespace},
+        "type": "cluster.x-k8s.io/secret",
+        "data": {"value": base64.b64encode(kubeconfig.encode()).decode()},
+    }

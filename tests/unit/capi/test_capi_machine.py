@@ -5,8 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from capi_objects import cluster, machine, metal3_cluster, metal3_machine, put, set_status
-from conftest import kubeconfig_secret
+from capi_objects import cluster, kubeconfig_secret, machine, metal3_cluster, metal3_machine, put, set_status
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import cluster as capi_cluster
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import machine as capi_machine

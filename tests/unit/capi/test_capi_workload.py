@@ -5,8 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from capi_objects import put
-from conftest import kubeconfig_secret
+from capi_objects import kubeconfig_secret, put
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, NotFound
