@@ -134,7 +134,9 @@ def translate(exc, kind: kinds.Kind, where: str) -> CapiError:
     details = status.get("details") or {}
     causes = details.get("causes") or []
     if exc.status == 404:
-        if not details.get("name") and "could not find the requested resource" in message:
+        # A missing object comes as a Status naming it; a resource the server does not
+        # serve comes as "404 page not found" or a Status without a name.
+        if not details.get("name"):
             return StoreUnavailable(
                 f"the API server does not serve {kind.crd_name if not kind.core else kind.plural} "
                 f"({kind.api_version}): apply the collection's CRDs (role baremetal.capi.crds)",
