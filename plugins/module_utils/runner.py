@@ -109,7 +109,7 @@ def run(
         while ready or running:
             now = clock()
             while ready and ready[0][0] <= now and len(running) < workers:
-                _, i = heapq.heappop(ready)
+                _due, i = heapq.heappop(ready)
                 running.add(pool.submit(one, i))
             if deadline is not None and now >= deadline and not running:
                 break

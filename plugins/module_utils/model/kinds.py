@@ -109,7 +109,7 @@ def resolve(kind, api_version: str | None = None) -> Kind:
     if not isinstance(kind, str) or not kind:
         raise UnknownKind(f"kind must be a non-empty string, got {kind!r}")
     if api_version:
-        group, _, version = api_version.rpartition("/")
+        group, _sep, version = api_version.rpartition("/")
         found = BY_KEY.get(f"{kind}.{group}" if group else kind)
         if found is None:
             raise UnknownKind(

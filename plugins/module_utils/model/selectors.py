@@ -43,7 +43,7 @@ def label_key_error(key) -> str | None:
     """Why ``key`` is not a valid label key (qualified name), or None."""
     if not isinstance(key, str) or not key:
         return "a label key must be a non-empty string"
-    prefix, _, name = key.rpartition("/")
+    prefix, _sep, name = key.rpartition("/")
     if "/" in prefix:
         return f"label key {key!r} has more than one '/'"
     if prefix and (len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):

@@ -17,7 +17,7 @@ MUTABLE_META = ("labels", "annotations", "finalizers", "ownerReferences")
 
 
 def generate_name(prefix: str) -> str:
-    return prefix + "".join(random.choice(_SUFFIX) for _ in range(5))
+    return prefix + "".join(random.choice(_SUFFIX) for _pos in range(5))
 
 
 def merge_string_data(obj: dict) -> None:
