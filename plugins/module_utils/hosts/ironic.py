@@ -243,6 +243,11 @@ class IronicDriver:
             ctx.save()  # keep what was learnt before Ironic said busy
             after = 3.0
             ctx.say("Ironic node is busy (409), retrying")
+        except osexc.NotFoundException as exc:
+            # the node went away under us (deleted outside): the next Register finds or recreates it
+            ctx.save()
+            after = self.poll
+            ctx.say(f"Ironic node not found, registering again: {exc.details or exc}")
         if ctx.host is None:
             return Step(done=True, changed=True, message="host deleted", data={"host": base.summary(None)})
         view = ctx.view()

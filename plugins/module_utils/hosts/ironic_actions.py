@@ -224,7 +224,7 @@ def _available(ctx):
             cd.validate_image(ctx.spec.get("image"), ctx.spec.get("customDeploy"))
         except Invalid as exc:
             return ctx.set_error(S.BMH_ERROR_PROVISIONING, str(exc))
-        ctx.clear_error()
+        # an earlier provisioning error stays visible until this attempt succeeds
         ctx.status["provisioning"]["bootMode"] = ctx.spec.get("bootMode") or "UEFI"
         return ctx.set_state(S.BMH_STATE_PROVISIONING)
     return power(ctx)

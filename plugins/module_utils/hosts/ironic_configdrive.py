@@ -124,6 +124,10 @@ def instance_info(bmh: dict, *, hints: dict | None = None, boot_iso: str | None 
     if fmt == names.IMAGE_FORMAT_LIVE_ISO:
         info["boot_iso"] = url
         return info, "ramdisk"
+    if boot_iso:
+        # Ironic refuses image_source next to boot_iso; the image stays in the host's spec and status
+        info["boot_iso"] = boot_iso
+        return info, "ramdisk"
     info["image_source"] = url
     if checksum and (not ctype or ctype == "auto"):
         info["image_checksum"] = checksum
@@ -132,9 +136,6 @@ def instance_info(bmh: dict, *, hints: dict | None = None, boot_iso: str | None 
         info["image_os_hash_value"] = checksum
     if fmt:
         info["image_disk_format"] = fmt
-    if boot_iso:
-        info["boot_iso"] = boot_iso
-        return info, "ramdisk"
     return info, None
 
 
