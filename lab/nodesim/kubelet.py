@@ -20,6 +20,8 @@ from lab.nodesim import kubeadm
 from lab.nodesim.api import MERGE, Api
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
+# the TaintNodesByCondition admission plugin puts this on every new Node; the lifecycle controller lifts it when Ready
+NOT_READY = "node.kubernetes.io/not-ready"
 CONDITIONS = (
     ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
     ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
@@ -192,6 +194,7 @@ def register(
             patch["spec"] = {"providerID": boot.provider_id}
         api.patch(f"/api/v1/nodes/{name}", patch)
     api.patch(f"/api/v1/nodes/{name}/status", {"status": _status(addresses, version, system_uuid, now)})
+    post_ready(api, name, now)
     return api.get(f"/api/v1/nodes/{name}")
 
 
@@ -230,9 +233,9 @@ def post_ready(api: Api, name: str, now: float) -> None:
         conds.append(cond)
     api.patch(f"/api/v1/nodes/{name}/status", {"status": {"conditions": conds}})
     taints = (node.get("spec") or {}).get("taints") or []
-    kept = [t for t in taints if t.get("key") != UNREACHABLE]
+    kept = [t for t in taints if t.get("key") not in (UNREACHABLE, NOT_READY)]
     if len(kept) != len(taints):
-        # the node lifecycle controller lifts its taints once the node is Ready again
+        # the node lifecycle controller lifts its taints once the node is Ready
         api.patch(f"/api/v1/nodes/{name}", {"spec": {"taints": kept or None}}, content_type=MERGE)
 
 
@@ -266,7 +269,7 @@ def mark_unknown(api: Api, name: str, now: float) -> bool:
         c.update(reason="NodeStatusUnknown", message="Kubelet stopped posting node status.")
         conds.append(c)
     api.patch(f"/api/v1/nodes/{name}/status", {"status": {"conditions": conds}})
-    taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != UNREACHABLE]
+    taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") not in (UNREACHABLE, NOT_READY)]
     taints += [
         {"key": UNREACHABLE, "effect": "NoSchedule"},
         {"key": UNREACHABLE, "effect": "NoExecute", "timeAdded": ts(now)},

@@ -125,6 +125,8 @@ class Simulator:
                 self.state["hosts"][key] = entry
             if entry is not None and entry["phase"] == "pending" and host.up and entry["instance"] == host.instance:
                 self._bootstrap(host, entry, now)
+        for key in [k for k in self.state["hosts"] if self._answered(k) and k not in hosts]:
+            del self.state["hosts"][key]  # the host itself is gone (Ironic node deleted, MAAS machine removed)
         self._clusters(hosts)
         self._heartbeats(hosts, time.time())
         self.save()

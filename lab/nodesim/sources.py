@@ -11,7 +11,9 @@ find them:
 - fake-hardware Ironic nodes: the config drive Ironic keeps for the node
   (``instance_info.configdrive``: the dict it was given or a gzip+base64 ISO).
   Ironic's API masks it (policy ``show_instance_secrets`` is "!" by default),
-  so it is read from Ironic's database, the rendered data the lab can see;
+  so it is read from Ironic's database (lab.ironic.iso.stored_config_drive),
+  the rendered data the lab can see; fake-hardware has no power of its own
+  until someone sets it, so a deployed node whose power is unknown counts as on;
 - MAAS simulator machines in Deployed: the user data MAAS holds for the
   machine and MAAS's own meta_data (instance-id = system_id, local-hostname).
 """
@@ -19,9 +21,7 @@ find them:
 from __future__ import annotations
 
 import base64
-import gzip
 import json
-import tempfile
 import urllib.request
 from dataclasses import dataclass
 from typing import Callable
@@ -79,53 +79,22 @@ def _network_ip(network_data: dict | None) -> str | None:
     return None
 
 
-def _configdrive_from_db(cfg: LabConfig, node_uuid: str):
-    from lab.ironic import mariadb
-
-    # uuid comes from Ironic's own listing; quote it anyway
-    safe = node_uuid.replace("'", "")
-    out = mariadb._sql(cfg, f"SELECT instance_info FROM ironic.nodes WHERE uuid='{safe}'").strip()
-    if not out or out == "NULL":
-        return None
-    # --batch escapes backslashes, tabs and newlines in values
-    text = out.replace("\\n", "\n").replace("\\t", "\t").replace("\\\\", "\\")
-    return json.loads(text).get("configdrive")
-
-
-def _read_iso_b64(data: str) -> dict:
-    from lab.ironic import iso
-
-    if data.startswith(("http://", "https://")):
-        with urllib.request.urlopen(data, timeout=30) as resp:
-            data = resp.read().decode()
-    raw = base64.b64decode(data)
-    try:
-        raw = gzip.decompress(raw)
-    except OSError:
-        pass  # Ironic also accepts a plain base64 ISO
-    with tempfile.NamedTemporaryFile(suffix=".iso") as fh:
-        fh.write(raw)
-        fh.flush()
-        return iso.read_config_drive(fh.name)
-
-
 def _fake_reader(cfg: LabConfig, node: dict):
     def read():
-        drive = _configdrive_from_db(cfg, node["uuid"])
+        from lab.ironic import iso
+
+        drive = iso.stored_config_drive(cfg, node["uuid"])
         if drive is None:
             raise SourceError(f"Ironic node {node['uuid']}: no config drive in instance_info")
-        if isinstance(drive, dict):
-            # what Ironic's build_configdrive puts on the ISO from the dict form
-            meta = dict(drive.get("meta_data") or {})
-            meta.setdefault("uuid", node["uuid"])
-            if node.get("name"):
-                meta.setdefault("name", node["name"])
-            user = drive.get("user_data")
-            if isinstance(user, (dict, list)):
-                user = json.dumps(user)
-            return (user.encode() if isinstance(user, str) else user), meta, drive.get("network_data")
-        parsed = _read_iso_b64(drive)
-        return parsed["user_data"], parsed["meta_data"] or {}, parsed["network_data"]
+        # what Ironic's build_configdrive adds to the dict form's meta_data on the ISO
+        meta = dict(drive.get("meta_data") or {})
+        meta.setdefault("uuid", node["uuid"])
+        if node.get("name"):
+            meta.setdefault("name", node["name"])
+        user = drive.get("user_data")
+        if isinstance(user, (dict, list)):
+            user = json.dumps(user).encode()
+        return user, meta, drive.get("network_data")
 
     return read
 
@@ -176,7 +145,8 @@ def ironic_hosts(cfg: LabConfig, conn) -> list[Host]:
                 key=f"ironic/{node['uuid']}",
                 name=node.get("name") or node["uuid"],
                 provisioned=provisioned,
-                powered_on=node.get("power_state") == "power on",
+                powered_on=node.get("power_state") == "power on"
+                or (node["driver"] == "fake-hardware" and node.get("power_state") is None),
                 instance=f"{node['uuid']}@{node.get('provision_updated_at')}" if provisioned else None,
                 ip=by_mac.get(ports.get(node["uuid"], "")),
                 system_uuid=system_uuid,
