@@ -1,0 +1,215 @@
+#!/usr/bin/python
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: metal3_cluster
+short_description: Create, reconcile and delete a Metal3Cluster as CAPM3 does
+version_added: 0.1.0
+description:
+  - Does what CAPM3's Metal3Cluster webhook and controller do, and what Cluster API core does for the Cluster with
+    respect to its infrastructure.
+  - The webhook - C(spec.controlPlaneEndpoint.host) is required, the port defaults to V(6443),
+    C(spec.cloudProviderEnabled) to V(false). Bad input fails before anything is written.
+  - The controller - the finalizer C(metal3cluster.infrastructure.cluster.x-k8s.io), C(spec.failureDomains) copied
+    to status, C(status.initialization.provisioned) and the conditions C(Ready) and C(BaremetalInfrastructureReady)
+    once the endpoint is valid, C(Paused) while the Cluster is paused.
+  - Cluster API core - the Cluster whose C(spec.infrastructureRef) names the Metal3Cluster gets
+    C(spec.controlPlaneEndpoint) (when it has none) and C(status.initialization.infrastructureProvisioned); the
+    Metal3Cluster gets the C(cluster.x-k8s.io/cluster-name) label and an owner reference to the Cluster.
+  - O(state=absent) deletes the Metal3Cluster; it stays (finalizer) until no Metal3Machine or Machine of the cluster
+    is left, as CAPM3 waits for the descendants.
+author:
+  - baremetal.capi contributors
+extends_documentation_fragment:
+  - baremetal.capi.store
+  - baremetal.capi.attributes
+options:
+  name:
+    description: The Metal3Cluster's name (usually the Cluster's).
+    type: str
+    required: true
+  namespace:
+    description: Its namespace. Defaults to O(store.namespace), then V(default).
+    type: str
+  control_plane_endpoint:
+    description:
+      - C(spec.controlPlaneEndpoint). Required to create the Metal3Cluster; when omitted an existing one is only
+        reconciled.
+    type: dict
+    suboptions:
+      host:
+        description: The API server's address (an IP or DNS name).
+        type: str
+        required: true
+      port:
+        description: Its port.
+        type: int
+        default: 6443
+  cloud_provider_enabled:
+    description: C(spec.cloudProviderEnabled) - a cloud provider sets the Nodes' providerID instead of CAPM3.
+    type: bool
+  failure_domains:
+    description: C(spec.failureDomains), each C({name, controlPlane, attributes}).
+    type: list
+    elements: dict
+  labels:
+    description: Labels to add to the Metal3Cluster.
+    type: dict
+  annotations:
+    description: Annotations to add (for example C(metal3.io/metal3-label-sync-prefixes)).
+    type: dict
+  state:
+    description: V(present) creates or updates and reconciles it; V(absent) deletes it.
+    type: str
+    choices: [present, absent]
+    default: present
+  wait:
+    description:
+      - With O(state=present), wait until the Cluster's infrastructure is provisioned (a Cluster must name this
+        Metal3Cluster). With O(state=absent), wait until the Metal3Cluster is gone.
+    type: bool
+    default: true
+  wait_timeout:
+    description: Seconds to wait; on timeout the task fails with the last state and why it is stuck.
+    type: int
+    default: 600
+  wait_sleep:
+    description: Seconds between two reconciles while waiting.
+    type: float
+    default: 2
+"""
+
+EXAMPLES = r"""
+- name: The Metal3Cluster of cluster test1
+  baremetal.capi.metal3_cluster:
+    name: test1
+    namespace: metal3
+    control_plane_endpoint:
+      host: 192.168.111.249
+
+- name: Remove it once the machines are gone
+  baremetal.capi.metal3_cluster:
+    name: test1
+    namespace: metal3
+    state: absent
+    wait_timeout: 3600
+"""
+
+RETURN = r"""
+metal3cluster:
+  description: The Metal3Cluster after the task (absent when it is gone).
+  returned: when it exists
+  type: dict
+cluster:
+  description: The name of the Cluster that owns it.
+  returned: when known
+  type: str
+endpoint:
+  description: The control plane endpoint, C(host) and C(port).
+  returned: with O(state=present)
+  type: dict
+  sample: {host: 192.168.111.249, port: 6443}
+message:
+  description: What the last reconcile did, or why it waits.
+  returned: always
+  type: str
+machines_left:
+  description: With O(state=absent), the machines of the cluster the deletion still waits for.
+  returned: when some are left
+  type: list
+  elements: str
+"""
+
+from ansible_collections.baremetal.capi.plugins.module_utils import runner  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Timeout  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import cluster as m3cluster  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.model import meta  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+
+
+def _definition(p, ns) -> dict | None:
+    if not p["control_plane_endpoint"]:
+        return None
+    spec = {"controlPlaneEndpoint": dict(p["control_plane_endpoint"])}
+    if p["cloud_provider_enabled"] is not None:
+        spec["cloudProviderEnabled"] = p["cloud_provider_enabled"]
+    if p["failure_domains"] is not None:
+        spec["failureDomains"] = p["failure_domains"]
+    return meta.new("Metal3Cluster", p["name"], ns, spec=spec, labels=p["labels"], annotations=p["annotations"])
+
+
+def main():
+    module = CapiModule(
+        argument_spec=dict(
+            name=dict(type="str", required=True),
+            namespace=dict(type="str"),
+            control_plane_endpoint=dict(
+                type="dict",
+                options=dict(host=dict(type="str", required=True), port=dict(type="int", default=6443)),
+            ),
+            cloud_provider_enabled=dict(type="bool"),
+            failure_domains=dict(type="list", elements="dict"),
+            labels=dict(type="dict"),
+            annotations=dict(type="dict"),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+            wait=dict(type="bool", default=True),
+            wait_timeout=dict(type="int", default=600),
+            wait_sleep=dict(type="float", default=2),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    ns = p["namespace"] or module.namespace
+    store = None
+    with module.errors():
+        store = module.store
+        before = store.get("Metal3Cluster", p["name"], ns) if _exists(store, p["name"], ns) else None
+        changed = False
+        if p["state"] == "present":
+            definition = _definition(p, ns)
+            if definition is not None:
+                changed, _ = m3cluster.apply(store, definition, check=module.check_mode)
+            elif before is None:
+                module.fail(f"Metal3Cluster {ns}/{p['name']} does not exist: control_plane_endpoint is required")
+            if module.check_mode and before is None:
+                module.exit(changed=True, before=None, after=definition, message="would be created")
+
+            def step(_):
+                return m3cluster.reconcile(store, p["name"], ns, check=module.check_mode)
+
+        else:
+
+            def step(_):
+                return m3cluster.remove(store, p["name"], ns, check=module.check_mode)
+
+        [res] = runner.run(
+            [p["name"]],
+            step,
+            wait=p["wait"] and not module.check_mode,
+            timeout=p["wait_timeout"],
+            poll=p["wait_sleep"],
+        )
+        after = store.get("Metal3Cluster", p["name"], ns) if _exists(store, p["name"], ns) else None
+        result = {"message": res.message, **{k: v for k, v in res.data.items() if k in ("cluster", "endpoint")}}
+        if res.data.get("machines_left"):
+            result["machines_left"] = res.data["machines_left"]
+        if res.failed:
+            module.fail(res.message, **result)
+        if p["wait"] and not res.done and not module.check_mode:
+            raise Timeout(f"Metal3Cluster {ns}/{p['name']}: {res.message}")
+        if after is not None:
+            result["metal3cluster"] = after
+        module.exit(changed=changed or res.changed or before != after, before=before, after=after, **result)
+
+
+def _exists(store, name, ns) -> bool:
+    from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
+
+    return refs.get_or_none(store, "Metal3Cluster", name, ns) is not None
+
+
+if __name__ == "__main__":
+    main()
