@@ -1,0 +1,324 @@
+#!/usr/bin/python
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: baremetalhost
+short_description: Register, update or remove Metal3 BareMetalHosts and move them through Ironic
+version_added: 0.1.0
+description:
+  - Writes C(metal3.io/v1alpha1) BareMetalHosts (validated as baremetal-operator's webhook does), a BMC
+    credentials Secret when the credentials are given inline, and a HardwareData object when hardware details
+    are given.  Fields a task does not name are kept (a merge patch), so a C(consumerRef) or image the machine
+    flow set survives re-registration.
+  - Then runs the host driver over all the hosts of the task at once.  With O(host_driver=ironic) (the default)
+    the collection moves each host itself as baremetal-operator does - Ironic node C(<namespace>~<name>), port
+    from C(bootMACAddress), manage (the host is C(available) while the node stays manageable), provide and
+    deploy with a config drive when C(spec.image) and C(spec.online) are set, deprovision when the image is
+    removed, power from C(spec.online) and C(reboot.metal3.io) annotations, errors into
+    C(status.errorType)/C(errorMessage).  With O(host_driver=external) something else moves the hosts and
+    this module only writes the spec and waits on status.
+  - Without O(wait), each host gets one reconcile step; with it, the hosts are reconciled until they reach
+    what their spec asks for (or O(wait_state)), an error, or O(wait_timeout).
+  - A host whose driver reports a new error during the task fails with that error (for example Ironic's
+    deploy error); the other hosts go on.  A later run retries it, as baremetal-operator does.
+  - The C(fake://) BMC scheme is for the collection's lab and tests only - an Ironic fake-hardware node.
+author:
+  - baremetal.capi contributors
+extends_documentation_fragment:
+  - baremetal.capi.store
+  - baremetal.capi.attributes
+options:
+  name:
+    description: The host's name, for a single host. Use O(hosts) for many.
+    type: str
+  namespace:
+    description: The namespace of O(name), and of the O(hosts) that name none. Defaults to O(store.namespace).
+    type: str
+  spec:
+    description:
+      - The BareMetalHost spec of O(name), with baremetal-operator's field names - C(bmc) (C(address),
+        C(credentialsName), C(disableCertificateVerification)), C(bootMACAddress), C(online),
+        C(automatedCleaningMode) (V(metadata) or V(disabled)), C(bootMode), C(inspectionMode), C(rootDeviceHints),
+        C(externallyProvisioned), C(image), C(customDeploy), C(userData), C(metaData), C(networkData),
+        C(disablePowerOff), C(architecture).
+      - BMC addresses in BMO's forms - C(redfish-virtualmedia://), C(redfish://), C(redfish+http(s)://),
+        C(idrac-virtualmedia://), C(ilo5-virtualmedia://), C(redfish-uefihttp://), C(ipmi://), a bare host.
+    type: dict
+  labels:
+    description: Labels of O(name), merged over the stored ones.
+    type: dict
+  annotations:
+    description: Annotations of O(name), merged over the stored ones (a V(null) value removes one).
+    type: dict
+  bmc_username:
+    description: BMC user of O(name); with O(bmc_password) stored in the Secret C(<name>-bmc-secret)
+      (or C(spec.bmc.credentialsName)).
+    type: str
+  bmc_password:
+    description: BMC password of O(name). Never logged.
+    type: str
+  hardware:
+    description: Hardware details of O(name) (BMO's C(HardwareDetails)), stored as its HardwareData object and used
+      instead of inspection.
+    type: dict
+  hosts:
+    description: Many hosts in one task, each with the options above (C(name) required).
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        type: str
+        required: true
+        description: The host's name.
+      namespace:
+        type: str
+        description: The host's namespace.
+      spec:
+        type: dict
+        description: As O(spec).
+      labels:
+        type: dict
+        description: As O(labels).
+      annotations:
+        type: dict
+        description: As O(annotations).
+      bmc_username:
+        type: str
+        description: As O(bmc_username).
+      bmc_password:
+        type: str
+        no_log: true
+        description: As O(bmc_password).
+      hardware:
+        type: dict
+        description: As O(hardware).
+  state:
+    description: V(present) registers or updates; V(absent) deprovisions, deletes the Ironic node and the host.
+    type: str
+    choices: [present, absent]
+    default: present
+  host_driver:
+    description: Who moves the hosts - V(ironic) (this collection, through Ironic) or V(external).
+    type: str
+    choices: [ironic, external]
+    default: ironic
+  cloud:
+    description:
+      - The clouds.yaml entry of the Ironic endpoint. When not set, E(OS_CLOUD) (E(OS_CLIENT_CONFIG_FILE) names
+        the file; AWX's OpenStack credential sets both).
+    type: str
+  ironic_url:
+    description: An Ironic endpoint used without authentication (auth_type none), instead of O(cloud).
+    type: str
+  boot_iso:
+    description:
+      - Deploy ordinary images with Ironic's C(ramdisk) deploy interface booting this ISO (config drive included),
+        for Ironics without an agent ramdisk such as the collection's lab. Not a baremetal-operator behaviour.
+    type: str
+  wait:
+    description: Reconcile until every host reaches its goal (or O(wait_state)), fails, or O(wait_timeout) passes.
+    type: bool
+    default: false
+  wait_state:
+    description: Wait for this C(status.provisioning.state) (for example V(available)) instead of the spec's goal.
+    type: str
+  wait_timeout:
+    description: Seconds to wait.
+    type: int
+    default: 1800
+  poll:
+    description: Seconds between reconcile steps of a host while Ironic works.
+    type: float
+    default: 2
+  workers:
+    description: Hosts reconciled at once.
+    type: int
+    default: 8
+"""
+
+EXAMPLES = r"""
+- name: Register the lab's Redfish hosts and wait until they are available
+  baremetal.capi.baremetalhost:
+    namespace: metal3
+    hosts: "{{ lab.hosts | map('baremetal_host') }}"
+    cloud: lab-ironic
+    wait: true
+
+- name: One host, credentials inline, hardware details instead of inspection
+  baremetal.capi.baremetalhost:
+    name: node-0
+    namespace: metal3
+    spec:
+      bmc:
+        address: redfish-virtualmedia+https://10.0.0.10/redfish/v1/Systems/1
+        disableCertificateVerification: true
+      bootMACAddress: "00:5c:52:31:3a:01"
+      online: true
+      automatedCleaningMode: disabled
+      inspectionMode: disabled
+    bmc_username: admin
+    bmc_password: "{{ vault_bmc_password }}"
+    labels:
+      infrastructure.cluster.x-k8s.io/failure-domain: rack-1
+    hardware:
+      hostname: node-0
+      nics:
+        - {name: eth0, mac: "00:5c:52:31:3a:01", ip: 192.168.111.20}
+
+- name: Reboot a host the way remediation does
+  baremetal.capi.baremetalhost:
+    name: node-0
+    namespace: metal3
+    annotations:
+      reboot.metal3.io/ops: '{"mode":"hard"}'
+    wait: true
+
+- name: Remove a host (deprovisioned, Ironic node deleted)
+  baremetal.capi.baremetalhost:
+    name: node-0
+    namespace: metal3
+    state: absent
+    wait: true
+"""
+
+RETURN = r"""
+hosts:
+  description: One entry per host, in task order.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name: {description: The host's name., type: str, returned: always}
+    namespace: {description: Its namespace., type: str, returned: always}
+    changed: {description: Whether this task changed it (objects or Ironic)., type: bool, returned: always}
+    failed: {description: Whether it failed., type: bool, returned: always}
+    message: {description: What the last step did, or the error., type: str, returned: always}
+    state: {description: C(status.provisioning.state) after the task., type: str, returned: always}
+    poweredOn: {description: C(status.poweredOn)., type: bool, returned: always}
+    errorType: {description: C(status.errorType)., type: str, returned: always}
+    errorMessage: {description: C(status.errorMessage)., type: str, returned: always}
+    object: {description: The BareMetalHost after the task., type: dict, returned: always}
+"""
+
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import host as bmh  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+
+HOST_OPTIONS = ("name", "namespace", "spec", "labels", "annotations", "bmc_username", "bmc_password", "hardware")
+
+
+def main():
+    from ansible.module_utils.basic import env_fallback
+
+    host_suboptions = dict(
+        name=dict(type="str", required=True),
+        namespace=dict(type="str"),
+        spec=dict(type="dict"),
+        labels=dict(type="dict"),
+        annotations=dict(type="dict"),
+        bmc_username=dict(type="str"),
+        bmc_password=dict(type="str", no_log=True),
+        hardware=dict(type="dict"),
+    )
+    module = CapiModule(
+        argument_spec=dict(
+            name=dict(type="str"),
+            namespace=dict(type="str"),
+            spec=dict(type="dict"),
+            labels=dict(type="dict"),
+            annotations=dict(type="dict"),
+            bmc_username=dict(type="str"),
+            bmc_password=dict(type="str", no_log=True),
+            hardware=dict(type="dict"),
+            hosts=dict(type="list", elements="dict", options=host_suboptions),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+            host_driver=dict(type="str", choices=["ironic", "external"], default="ironic"),
+            cloud=dict(type="str", fallback=(env_fallback, ["OS_CLOUD"])),
+            ironic_url=dict(type="str"),
+            boot_iso=dict(type="str"),
+            wait=dict(type="bool", default=False),
+            wait_state=dict(type="str"),
+            wait_timeout=dict(type="int", default=1800),
+            poll=dict(type="float", default=2.0),
+            workers=dict(type="int", default=8),
+        ),
+        mutually_exclusive=[("name", "hosts")],
+        required_one_of=[("name", "hosts")],
+        supports_check_mode=True,
+    )
+    p = module.params
+    ns_default = p["namespace"] or module.namespace
+    entries = p["hosts"] or [{k: p[k] for k in HOST_OPTIONS}]
+    present = p["state"] == "present"
+    with module.errors():
+        store = module.store
+        keys, written, befores, predicted = [], {}, {}, {}
+        for entry in entries:
+            objs = bmh.build(entry, ns_default)
+            key = base.key(objs[0])
+            keys.append(key)
+            before = bmh.get(store, "BareMetalHost", key[1], key[0])
+            befores[key] = before
+            if present:
+                applied = bmh.apply(store, objs, check=module.check_mode)
+                written[key], predicted[key] = applied["changed"], applied["after"]
+            else:
+                written[key] = before is not None
+        results = {}
+        if not module.check_mode:
+            options = {"poll": p["poll"]}
+            if p["host_driver"] == "ironic":
+                options.update({k: p[k] for k in ("cloud", "ironic_url", "boot_iso") if p[k]})
+            driver = base.get_driver(p["host_driver"], options)
+            try:
+                live = [k for k in keys if present or befores[k] is not None]
+                for res in bmh.reconcile(
+                    store,
+                    driver,
+                    live,
+                    delete=not present,
+                    wait=p["wait"],
+                    wait_state=p["wait_state"],
+                    timeout=p["wait_timeout"] if p["wait"] else None,
+                    workers=p["workers"],
+                ):
+                    results[res.key] = res
+            finally:
+                driver.close()
+        out, afters, failures = [], [], []
+        for key in keys:
+            res = results.get(f"{key[0]}/{key[1]}")
+            if module.check_mode:
+                after = predicted.get(key)  # absent: None, as it would be once removed
+            else:
+                after = bmh.get(store, "BareMetalHost", key[1], key[0])
+            summary = base.summary(after) if after else {"state": None}
+            failed = bool(res and (res.failed or (p["wait"] and not res.done)))
+            item = {
+                "name": key[1],
+                "namespace": key[0],
+                "changed": bool(written[key] or (res and res.changed)),
+                "failed": failed,
+                "message": res.message if res else ("would be written" if written[key] else ""),
+                "state": summary.get("state"),
+                "poweredOn": summary.get("poweredOn"),
+                "errorType": summary.get("errorType", ""),
+                "errorMessage": summary.get("errorMessage", ""),
+                "object": after,
+            }
+            out.append(item)
+            afters.append(after)
+            if failed:
+                failures.append(f"BareMetalHost {key[0]}/{key[1]}: {item['message']}")
+        changed = any(i["changed"] for i in out)
+        before_list = [befores[k] for k in keys]
+        if failures:
+            module.fail("; ".join(failures), hosts=out, changed=changed)
+        module.exit(changed, before=before_list, after=afters, hosts=out)
+
+
+if __name__ == "__main__":
+    main()
