@@ -121,10 +121,13 @@ def pick(available: list[dict], failure_domain: str | None, rng=None) -> dict:
     return rng.choice(available)
 
 
-def choose_host(store, m3m: dict, machine: dict | None, rng=None) -> tuple[dict | None, str]:
-    """(host, reason) where reason is the AssociateBareMetalHost success reason; (None, why) when none."""
+def choose_host(store, m3m: dict, machine: dict | None, rng=None, exclude=()) -> tuple[dict | None, str]:
+    """(host, reason) where reason is the AssociateBareMetalHost success reason; (None, why) when none.
+
+    ``exclude``: host names to leave out (check mode: those other machines of the batch would take).
+    """
     selector = host_selector(m3m)
-    listed = store.list(hosts.KIND, meta.namespace(m3m), selector)
+    listed = [h for h in store.list(hosts.KIND, meta.namespace(m3m), selector) if meta.name(h) not in exclude]
     own, reuse, available, skipped = classify(listed, m3m, node_reuse_value(store, machine))
     if own is not None:
         return own, names.ASSOCIATE_BMH_SUCCESS_REASON
@@ -158,7 +161,7 @@ def claimed(host: dict, m3m: dict, cluster_name: str) -> dict:
     return new
 
 
-def claim(store, m3m: dict, machine: dict, *, prepare=None, check: bool = False, rng=None):
+def claim(store, m3m: dict, machine: dict, *, prepare=None, check: bool = False, rng=None, exclude=()):
     """Choose a host and claim it; returns (host, reason).  Requeue("No available host found") when none.
 
     ``prepare(host) -> host`` adds what the same write should carry (the host
@@ -168,7 +171,7 @@ def claim(store, m3m: dict, machine: dict, *, prepare=None, check: bool = False,
     """
     cluster_name = machine["spec"]["clusterName"]
     for _ in range(CLAIM_ATTEMPTS):
-        host, reason = choose_host(store, m3m, machine, rng)
+        host, reason = choose_host(store, m3m, machine, rng, exclude)
         if host is None:
             raise Requeue(reason, after=30, obj=meta.ref(m3m))
         if check:

@@ -17,6 +17,7 @@ metal3/host_spec.py, deletion in metal3/machine_delete.py.
 from __future__ import annotations
 
 import copy
+import threading
 
 from ansible_collections.baremetal.capi.plugins.module_utils import runner
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import cluster as capi_cluster
@@ -104,6 +105,9 @@ class MachineManager:
         # A host in error fails its machine's task at once (the error is on the host and in the result);
         # the host driver retries it with BMO's backoff on the next run.
         self.fail_on_host_error = fail_on_host_error
+        # Check mode: hosts already promised to other machines of this batch, so each gets its own.
+        self._would_take: set[str] = set()
+        self._lock = threading.Lock()
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -210,7 +214,14 @@ class MachineManager:
             return new_host
 
         try:
-            host, reason = choose.claim(self.store, after, machine, prepare=prepare, check=check, rng=self.rng)
+            if check:
+                with self._lock:  # one choice at a time, so two machines are never promised one host
+                    host, reason = choose.claim(
+                        self.store, after, machine, check=True, rng=self.rng, exclude=self._would_take
+                    )
+                    self._would_take.add(meta.name(host))
+            else:
+                host, reason = choose.claim(self.store, after, machine, prepare=prepare, rng=self.rng)
         except Requeue as exc:
             if choose.NO_HOST in exc.message:
                 self._cond(after, names.ASSOCIATE_BMH, False, names.ASSOCIATE_BMH_FAILED_REASON, exc.message)
@@ -350,6 +361,17 @@ class MachineManager:
         )
 
     # -- many at once ------------------------------------------------------------------
+
+    def keys_for_cluster(self, cluster_name: str, ns: str) -> list[tuple[str, str]]:
+        """Every Metal3Machine of a cluster: named by its Machines, owned by them, or labelled with the cluster."""
+        found = set()
+        for machine in self.store.list("Machine", ns):
+            infra = (machine.get("spec") or {}).get("infrastructureRef") or {}
+            if machine["spec"].get("clusterName") == cluster_name and infra.get("kind") == KIND:
+                found.add(infra["name"])
+        for m3m in self.store.list(KIND, ns, f"{names.CLUSTER_NAME_LABEL}={cluster_name}"):
+            found.add(meta.name(m3m))
+        return [(ns, name) for name in sorted(found)]
 
     def run(self, keys, *, delete=False, check=False, wait=True, timeout=None, poll=2.0, workers=8, progress=None):
         """Reconcile (or delete) every (namespace, name) concurrently until done or the deadline."""
