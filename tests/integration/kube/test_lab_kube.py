@@ -7,7 +7,7 @@ import time
 import urllib.request
 
 import pytest
-from kube_helpers import eventually, free_port, gone
+from kube_helpers import PATIENCE, eventually, free_port, gone
 from kubernetes import client as k
 
 from lab import process
@@ -140,3 +140,19 @@ def test_up_reset_down_in_a_lab_of_its_own(tmp_path):
     assert st["healthy"] is False
     assert not any(st["pids"].values())
     assert not process.port_open("127.0.0.1", ports.kube_apiserver)
+
+
+def test_delete_namespace_clears_finalizers_no_controller_here_would(kube_client):
+    core = k.CoreV1Api(kube_client)
+    custom = k.CustomObjectsApi(kube_client)
+    name = f"t-finalized-{int(time.time() * 1000) % 100000}"
+    core.create_namespace({"metadata": {"name": name}})
+    body = {
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2",
+        "kind": "Metal3Machine",
+        "metadata": {"name": "m", "finalizers": ["metal3machine.infrastructure.cluster.x-k8s.io"]},
+        "spec": {},
+    }
+    custom.create_namespaced_custom_object("infrastructure.cluster.x-k8s.io", "v1beta2", name, "metal3machines", body)
+    assert kube_svc.delete_namespace(kube_client, name, wait=PATIENCE) is True
+    assert gone(lambda: core.read_namespace(name))
