@@ -197,6 +197,53 @@ IPADDRESS_ANNOTATION = "ipAddress"
 MAAS_CLUSTER_FINALIZER = "maascluster.infrastructure.cluster.x-k8s.io"
 MAAS_MACHINE_FINALIZER = "maasmachine.infrastructure.cluster.x-k8s.io"
 MAAS_PROVIDER_ID_PREFIX = "maas:///"
+MAAS_DNS_TTL = 10  # the DNS resource's address_ttl (pkg/maas/dns/dns.go)
+MAAS_DEFAULT_API_PORT = 6443
+MAAS_API_SERVER_READY_LABEL = "cluster-api-maas/api-server-ready"  # on the workload kube-system namespace
+MAAS_PREFERRED_SUBNET_CONFIGMAP = "maas-preferred-subnet"  # spectro-master (PCP-6608)
+MAAS_PREFERRED_SUBNET_KEY = "preferredSubnets"
+MAAS_POWER_ON_COMMENT = "maas provider power on"
+MAAS_CUSTOM_OSYSTEM = "custom"  # an image name without "/" (splitImage)
+# MaasCluster conditions and reasons (api/v1beta1/condition_consts.go)
+MAAS_LOAD_BALANCER_READY = "LoadBalancerReady"  # const DNSReadyCondition
+MAAS_LOAD_BALANCER_READY_REASON = "LoadBalancerReady"
+MAAS_LOAD_BALANCER_FAILED_REASON = "LoadBalancerFailed"
+MAAS_WAIT_FOR_DNS_NAME_REASON = "WaitForDNSName"
+MAAS_API_SERVER_AVAILABLE = "APIServerAvailable"
+MAAS_API_SERVER_AVAILABLE_REASON = "APIServerAvailable"
+MAAS_API_SERVER_NOT_READY_REASON = "APIServerNotReady"
+# MaasMachine conditions and reasons
+MAAS_MACHINE_DEPLOYED = "MachineDeployed"
+MAAS_MACHINE_DEPLOYED_REASON = "MachineDeployed"
+MAAS_DELETED_REASON = "Deleted"
+MAAS_WAITING_FOR_CLUSTER_INFRASTRUCTURE_REASON = "WaitingForClusterInfrastructure"
+MAAS_WAITING_FOR_BOOTSTRAP_DATA_REASON = "WaitingForBootstrapData"
+MAAS_MACHINE_DEPLOYING_REASON = "MachineDeploying"
+MAAS_MACHINE_TERMINATED_REASON = "MachineTerminatedReason"
+MAAS_MACHINE_POWERED_OFF_REASON = "MachinePoweredOff"
+MAAS_MACHINE_STATE_UNDEFINED_REASON = "MachineStateUndefined"
+MAAS_MACHINE_NOT_FOUND_REASON = "MachineNotFound"
+MAAS_MACHINE_DEPLOY_FAILED_REASON = "MachineDeployFailed"
+MAAS_MACHINE_DEPLOY_STARTED_REASON = "MachineDeployStartedReason"
+MAAS_DNS_ATTACHED = "DNSAttached"
+MAAS_DNS_ATTACHED_REASON = "DNSAttached"
+MAAS_DNS_ATTACH_PENDING_REASON = "DNSAttachPending"
+MAAS_DNS_DETACH_PENDING_REASON = "DNSDetachPending"
+MAAS_UPDATE_MACHINE_ERROR = "UpdateMachineError"  # capi MachineStatusError
+# MAAS machine status_name values (reference/maas-api.md §4) and CAPMAAS's sets (api/v1beta1/types.go)
+MAAS_STATE_NEW = "New"
+MAAS_STATE_READY = "Ready"
+MAAS_STATE_ALLOCATED = "Allocated"
+MAAS_STATE_DEPLOYING = "Deploying"
+MAAS_STATE_DEPLOYED = "Deployed"
+MAAS_STATE_RELEASING = "Releasing"
+MAAS_STATE_DISK_ERASING = "Disk erasing"
+MAAS_STATE_FAILED_DEPLOYMENT = "Failed deployment"
+MAAS_STATE_BROKEN = "Broken"
+MAAS_STATES_RUNNING = (MAAS_STATE_DEPLOYING, MAAS_STATE_DEPLOYED)
+MAAS_STATES_OPERATIONAL = MAAS_STATES_RUNNING + (MAAS_STATE_ALLOCATED,)
+MAAS_STATES_TERMINATED = (MAAS_STATE_DISK_ERASING, MAAS_STATE_RELEASING, MAAS_STATE_READY, MAAS_STATE_NEW)
+MAAS_STATES_FAILED = (MAAS_STATE_FAILED_DEPLOYMENT, MAAS_STATE_BROKEN)
 
 # --- this collection -------------------------------------------------------
 MAAS_REMEDIATION_FINALIZER = "maasremediation.remediation.capi.baremetal.io"

@@ -1,0 +1,250 @@
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The MAAS connection, through python-libmaas.
+
+python-libmaas 0.6.8's high-level objects lack what CAPMAAS sends (allocate
+with ``pool`` / ``system_id``, deploy with ``osystem`` / ``ephemeral_deploy``,
+DNS resources), so the calls go through its low-level ``bones`` session, which
+answers with MAAS's own JSON: plain dicts, the shape the rest of the engine
+works with (reference/maas-api.md §1).
+
+python-libmaas runs every call through ``asyncio.get_event_loop()``: a worker
+thread has none, so each thread gets its own loop here.  The session itself
+holds only the API description and the credentials (every call opens its own
+aiohttp session), so one session serves every thread.
+
+Every call is retried on 500/502/503/504 and on connection errors with an
+exponential backoff; a 401 becomes one clear error that never carries the key.
+TLS is verified unless ``validate_certs=False`` (CAPMAAS never verifies).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Invalid, Requeue
+
+RETRY_STATUSES = (500, 502, 503, 504)
+
+
+class MaasError(CapiError):
+    """MAAS answered with an error that retrying will not fix."""
+
+    def __init__(self, message: str, status: int | None = None, content: str = "", **kw):
+        super().__init__(message, **kw)
+        self.status = status
+        self.content = content
+
+
+class MaasAuthError(MaasError):
+    """The API key was refused (401)."""
+
+
+class MaasNotFound(MaasError):
+    """404: no such machine / DNS resource."""
+
+
+class MaasConflict(MaasError):
+    """409: no machine matches the constraints, or a state MAAS does not allow."""
+
+
+class MaasUnavailable(Requeue):
+    """MAAS could not be reached or kept answering 5xx after the retries: try again later."""
+
+
+def split_api_key(api_key: str) -> tuple[str, str, str]:
+    parts = (api_key or "").strip().split(":")
+    if len(parts) != 3 or not all(parts):
+        # never echo the value: it is a secret even when malformed
+        raise Invalid("the MAAS API key must be consumer_key:token_key:token_secret", field="maas_api_key")
+    return parts[0], parts[1], parts[2]
+
+
+def _ensure_loop() -> asyncio.AbstractEventLoop:
+    """The calling thread's event loop, made when it has none (python-libmaas needs one per thread)."""
+    try:
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+        if not loop.is_closed():
+            return loop
+    except RuntimeError:
+        pass
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    return loop
+
+
+class Client:
+    """One MAAS region: ``url`` (…/MAAS/), ``api_key`` (consumer:token:secret)."""
+
+    def __init__(self, url: str, api_key: str, *, validate_certs: bool = True, retries: int = 5, backoff=0.5):
+        if not url:
+            raise Invalid("the MAAS URL is required", field="maas_url")
+        split_api_key(api_key)
+        self.url = url if url.endswith("/") else url + "/"
+        self._api_key = api_key.strip()
+        self.validate_certs = validate_certs
+        self.retries = retries
+        self.backoff = backoff
+        self._session = None
+        self._lock = threading.Lock()
+        self.calls = 0  # how many HTTP calls were made (the benchmark reports it)
+
+    # -- the connection ------------------------------------------------------------
+
+    @property
+    def session(self):
+        _ensure_loop()
+        with self._lock:
+            if self._session is None:
+                self._session = self._retry("connect", self._connect)
+            return self._session
+
+    def _connect(self):
+        from maas.client.bones import SessionAPI
+        from maas.client.bones.helpers import api_url
+        from maas.client.utils.creds import Credentials
+
+        return SessionAPI.fromURL(
+            api_url(self.url), credentials=Credentials(*split_api_key(self._api_key)), insecure=not self.validate_certs
+        )
+
+    def _retry(self, what: str, fn):
+        from maas.client.bones import CallError, SessionError
+
+        delay = self.backoff
+        for attempt in range(self.retries + 1):
+            last = attempt == self.retries
+            try:
+                self.calls += 1
+                return fn()
+            except CallError as exc:
+                content = exc.content.decode("utf-8", "replace") if exc.content else ""
+                if exc.status in RETRY_STATUSES and not last:
+                    time.sleep(delay)
+                    delay *= 2
+                    continue
+                raise self._error(what, exc.status, content) from None
+            except SessionError as exc:  # the description could not be fetched
+                if not last:
+                    time.sleep(delay)
+                    delay *= 2
+                    continue
+                raise MaasUnavailable(f"MAAS at {self.url}: {what}: {exc}", after=10) from None
+            except (TimeoutError, OSError) as exc:  # aiohttp's connection errors are OSErrors
+                if not last:
+                    time.sleep(delay)
+                    delay *= 2
+                    continue
+                raise MaasUnavailable(
+                    f"MAAS at {self.url} unreachable: {what}: {type(exc).__name__}: {exc}", after=10
+                ) from None
+        raise AssertionError("unreachable")
+
+    def _error(self, what: str, status: int, content: str):
+        if status == 401:
+            return MaasAuthError(
+                f"MAAS at {self.url} refused the API key (401 Unauthorized) on {what}: "
+                "check maas_api_key (or MAAS_API_KEY)",
+                status=status,
+            )
+        if status in RETRY_STATUSES:
+            return MaasUnavailable(
+                f"MAAS at {self.url}: {what}: HTTP {status} after {self.retries} retries: {content[:200]}", after=10
+            )
+        cls = {404: MaasNotFound, 409: MaasConflict}.get(status, MaasError)
+        return cls(f"MAAS: {what}: HTTP {status}: {content[:500]}", status=status, content=content)
+
+    def call(self, what: str, handler: str, action: str, **params):
+        """``session.<handler>.<action>(**params)`` with retries and error mapping."""
+        session = self.session
+        fn = getattr(getattr(session, handler), action)
+        return self._retry(what, lambda: fn(**params))
+
+    # -- machines ------------------------------------------------------------------
+
+    def read_machine(self, system_id: str) -> dict | None:
+        try:
+            return self.call(f"read machine {system_id}", "Machine", "read", system_id=system_id)
+        except MaasNotFound:
+            return None
+
+    def list_machines(self, **filters) -> list[dict]:
+        return self.call("list machines", "Machines", "read", **filters)
+
+    def allocate(self, constraints: dict, *, dry_run: bool = False, agent_name: str = "", comment: str = "") -> dict:
+        """``op=allocate``; MaasConflict when no machine matches."""
+        params = {k: v for k, v in constraints.items() if v not in (None, "", [])}
+        if dry_run:
+            params["dry_run"] = "true"
+        if agent_name:
+            params["agent_name"] = agent_name
+        if comment:
+            params["comment"] = comment
+        return self.call("allocate", "Machines", "allocate", **params)
+
+    def update_machine(self, system_id: str, **fields) -> dict:
+        return self.call(f"update machine {system_id}", "Machine", "update", system_id=system_id, **fields)
+
+    def deploy(self, system_id: str, *, user_data_b64: str, osystem: str, distro_series: str, ephemeral=False) -> dict:
+        params = dict(user_data=user_data_b64, osystem=osystem, distro_series=distro_series)
+        if ephemeral:
+            params["ephemeral_deploy"] = "true"
+        return self.call(f"deploy machine {system_id}", "Machine", "deploy", system_id=system_id, **params)
+
+    def release(self, system_id: str, *, force: bool = False, comment: str = "") -> dict:
+        params = {"comment": comment} if comment else {}
+        if force:
+            params["force"] = "true"
+        return self.call(f"release machine {system_id}", "Machine", "release", system_id=system_id, **params)
+
+    def power_on(self, system_id: str, comment: str = "") -> dict:
+        params = {"comment": comment} if comment else {}
+        return self.call(f"power on machine {system_id}", "Machine", "power_on", system_id=system_id, **params)
+
+    # -- DNS resources -------------------------------------------------------------
+
+    def find_dns(self, fqdn: str) -> dict | None:
+        found = self.call(f"find DNS resource {fqdn}", "DNSResources", "read", fqdn=fqdn)
+        if len(found) > 1:
+            raise MaasError(f"MAAS has {len(found)} DNS resources named {fqdn}; expected one")
+        return found[0] if found else None
+
+    def create_dns(self, fqdn: str, ttl: int, ips: list[str]) -> dict:
+        return self.call(
+            f"create DNS resource {fqdn}",
+            "DNSResources",
+            "create",
+            fqdn=fqdn,
+            address_ttl=str(ttl),
+            ip_addresses=" ".join(ips),
+        )
+
+    def set_dns_ips(self, resource_id: int, ips: list[str]) -> dict:
+        # one space-separated string: MAAS reads ip_addresses with QueryDict.get (maas-api.md §4)
+        return self.call(
+            f"update DNS resource {resource_id}", "DNSResource", "update", id=resource_id, ip_addresses=" ".join(ips)
+        )
+
+    def delete_dns(self, resource_id: int) -> bool:
+        try:
+            self.call(f"delete DNS resource {resource_id}", "DNSResource", "delete", id=resource_id)
+        except MaasNotFound:
+            return False
+        return True
+
+
+def dns_ips(resource: dict | None) -> list[str]:
+    """The addresses of a DNS resource as MAAS returns it (``ip_addresses: [{ip, ...}]``)."""
+    out = []
+    for item in (resource or {}).get("ip_addresses") or []:
+        ip = item.get("ip") if isinstance(item, dict) else item
+        if ip:
+            out.append(ip)
+    return out
+
+
+def connect(options: dict) -> Client:
+    """A Client from a module's ``maas_options()`` (url, api_key, validate_certs)."""
+    return Client(options["url"], options["api_key"], validate_certs=options.get("validate_certs", True))

@@ -1,0 +1,428 @@
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The MaasMachine flow: CAPMAAS's MaasMachine controller plus what Cluster API core does (capmaas.md §2.2).
+
+``MachineManager.step(name, ns)`` is one reconcile of one MaasMachine:
+owner Machine, Cluster infrastructure, finalizer, bootstrap data, allocate
+(recording the providerID at once: it is the idempotency key), swap off,
+deploy, follow the MAAS state (Failed deployment and Broken release and forget
+the machine), power on only a machine MAAS says is ``off``, the DNS attachment
+of control-plane machines (the DNS reconcile runs here, every round), the
+providerID on the workload Node, then the Machine's core duties
+(capi.machine).  Deletion is in maas/machine_delete.py.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from ansible_collections.baremetal.capi.plugins.module_utils import runner
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import cluster as capi_cluster
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import machine as capi_machine
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Invalid, NotFound, Requeue
+from ansible_collections.baremetal.capi.plugins.module_utils.maas import dns, state
+from ansible_collections.baremetal.capi.plugins.module_utils.maas.client import MaasConflict, MaasError
+from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
+from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
+
+KIND = "MaasMachine"
+
+
+def owner_machine(store, mm: dict, *, check: bool = False) -> dict | None:
+    """The Machine owning this MaasMachine; one whose infrastructureRef names it takes ownership first."""
+    ns = meta.namespace(mm)
+    ref = refs.owner_of_kind(mm, "Machine")
+    if ref:
+        return refs.get_or_none(store, "Machine", ref["name"], ns)
+    for machine in store.list("Machine", ns):
+        infra = (machine.get("spec") or {}).get("infrastructureRef") or {}
+        if infra.get("kind") == KIND and infra.get("name") == meta.name(mm):
+            refs.take_ownership(store, machine, infra, check=check)
+            return machine
+    return None
+
+
+def agent_name(mm: dict) -> str:
+    """Written on the MAAS machine at allocation: finds it again if the run stops before the providerID is saved."""
+    return f"baremetal.capi/{meta.namespace(mm)}/{meta.name(mm)}/{mm['metadata'].get('uid', '')}"
+
+
+def forget(after: dict) -> None:
+    """Drop the machine: the next reconcile allocates another (CAPMAAS's deferred release on deploy errors)."""
+    spec, status = after.setdefault("spec", {}), after.setdefault("status", {})
+    spec.pop("providerID", None)
+    spec.pop("systemID", None)
+    for key in ("hostname", "machineState", "addresses"):
+        status.pop(key, None)
+    status["machinePowered"] = False
+    status["ready"] = False
+
+
+class MachineManager:
+    """Reconciles MaasMachines against a store, a MAAS client and the workload clusters."""
+
+    def __init__(
+        self, store, client, *, workload_kubeconfig=None, disable_swap=True, not_tags=(), subnets=None, clock=None
+    ):
+        self.store = store
+        self.client = client
+        self.workload_kubeconfig = workload_kubeconfig
+        self.disable_swap = disable_swap
+        self.not_tags = list(not_tags or ())
+        self.subnets = subnets
+        self.clock = clock
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _cond(self, obj, ctype, status, reason, message=""):
+        return conditions.set_condition(obj, ctype, status, reason, message, clock=self.clock)
+
+    def _save(self, before: dict, after: dict, check: bool) -> dict:
+        if check or after == before:
+            return after
+        return refs.write(self.store, before, after)
+
+    def workload(self, cluster_name: str, ns: str):
+        try:
+            return wl.client_for(self.store, cluster_name, ns, self.workload_kubeconfig)
+        except NotFound:
+            raise Requeue(f"waiting for the {wl.kubeconfig_secret_name(cluster_name)} Secret", after=10) from None
+
+    def _report(self, mm: dict, **extra) -> dict:
+        spec, status = mm.get("spec") or {}, mm.get("status") or {}
+        return {
+            "providerID": spec.get("providerID"),
+            "systemID": spec.get("systemID"),
+            "hostname": status.get("hostname"),
+            "machineState": status.get("machineState"),
+            "machinePowered": status.get("machinePowered"),
+            **extra,
+        }
+
+    def _wait(self, mm, after, ctype, reason, message, check, after_s=5.0):
+        self._cond(after, ctype, False, reason, message)
+        self._save(mm, after, check)
+        return Step(changed=after != mm, message=message, requeue_after=after_s, data=self._report(after))
+
+    # -- one step ----------------------------------------------------------------------
+
+    def step(self, name: str, ns: str, check: bool = False) -> Step:
+        mm = refs.get_or_none(self.store, KIND, name, ns)
+        if mm is None:
+            raise Invalid(f'MaasMachine "{name}" not found', obj=f"MaasMachine {ns}/{name}")
+        state.validate(mm)
+        machine = owner_machine(self.store, mm, check=check)
+        mm = self.store.get(KIND, name, ns) if not check else mm
+        if meta.is_deleting(mm):
+            from ansible_collections.baremetal.capi.plugins.module_utils.maas import machine_delete
+
+            return machine_delete.step(self, mm, machine, check=check)
+        after = copy.deepcopy(mm)
+        if machine is None:
+            raise Requeue("waiting for a Machine whose infrastructureRef names this MaasMachine", after=10)
+        cluster_name = machine["spec"]["clusterName"]
+        cluster = refs.get_or_none(self.store, "Cluster", cluster_name, ns)
+        if cluster is None:
+            raise Requeue(f"waiting for Cluster {ns}/{cluster_name}", after=10)
+        if refs.is_paused(cluster, mm):
+            return Step(message="paused", requeue_after=30, data=self._report(mm))
+        cstep = capi_cluster.reconcile(self.store, cluster, clock=self.clock, check=check)
+        if not cstep.done:
+            return self._wait(
+                mm,
+                after,
+                names.MAAS_MACHINE_DEPLOYED,
+                names.MAAS_WAITING_FOR_CLUSTER_INFRASTRUCTURE_REASON,
+                f"Cluster {cluster_name}: {cstep.message}",
+                check,
+            )
+        meta.add_finalizer(after, names.MAAS_MACHINE_FINALIZER)
+        labels = after["metadata"].setdefault("labels", {})
+        labels[names.CLUSTER_NAME_LABEL] = cluster_name
+        if state.is_control_plane(machine):
+            labels.setdefault(names.CONTROL_PLANE_LABEL, "")
+        secret_name = ((machine.get("spec") or {}).get("bootstrap") or {}).get("dataSecretName")
+        if not secret_name:
+            return self._wait(
+                mm,
+                after,
+                names.MAAS_MACHINE_DEPLOYED,
+                names.MAAS_WAITING_FOR_BOOTSTRAP_DATA_REASON,
+                "waiting for the bootstrap data (Machine spec.bootstrap.dataSecretName)",
+                check,
+            )
+        if not after["spec"].get("providerID"):
+            return self._allocate(mm, after, machine, check)
+        return self._follow(mm, after, machine, secret_name, check)
+
+    # -- allocate ----------------------------------------------------------------------
+
+    def _allocate(self, mm: dict, after: dict, machine: dict, check: bool) -> Step:
+        constraints = state.allocate_constraints(after, machine, self.not_tags)
+        found = []
+        if mm["metadata"].get("uid"):
+            found = self.client.list_machines(agent_name=agent_name(mm))
+            found = [m for m in found if m.get("status_name") in names.MAAS_STATES_OPERATIONAL]
+        try:
+            if found:
+                m = found[0]  # allocated by an earlier run that stopped before it saved the providerID
+            else:
+                m = self.client.allocate(constraints, dry_run=check, agent_name=agent_name(mm))
+        except MaasConflict as exc:
+            self._cond(after, names.MAAS_MACHINE_DEPLOYED, False, names.MAAS_MACHINE_DEPLOYING_REASON, exc.content)
+            self._save(mm, after, check)
+            raise Requeue(f"no MAAS machine matches {constraints}: {exc.content}", after=30) from None
+        zone, system_id = m["zone"]["name"], m["system_id"]
+        if check:
+            return Step(
+                done=True,
+                changed=True,
+                message=f"would allocate {m['hostname']} ({system_id}, zone {zone})",
+                data=self._report(after, would_allocate={"system_id": system_id, "hostname": m["hostname"]}),
+            )
+        spec = after["spec"]
+        spec["providerID"] = state.provider_id(zone, system_id)
+        spec["systemID"] = system_id
+        self._cond(after, names.MAAS_MACHINE_DEPLOYED, False, names.MAAS_MACHINE_DEPLOY_STARTED_REASON)
+        # CAPMAAS patches the providerID right after allocation: the idempotency key
+        self._save(mm, after, check)
+        return Step(changed=True, message=f"allocated {m['hostname']} ({system_id})", requeue_after=0)
+
+    # -- deploy and follow ---------------------------------------------------------------
+
+    def _fail(self, mm, after, m, reason, message, release: bool):
+        """Failed deployment / Broken / unexpected release: release (if asked) and forget; the item fails."""
+        if release:
+            try:
+                self.client.release(m["system_id"], comment=f"{meta.ref(mm)}: {message}")
+            except MaasConflict:
+                pass  # already releasing
+        status = after.setdefault("status", {})
+        status["failureReason"] = names.MAAS_UPDATE_MACHINE_ERROR
+        status["failureMessage"] = f"{m['hostname']} ({m['system_id']}): {message}"
+        self._cond(after, names.MAAS_MACHINE_DEPLOYED, False, reason, status["failureMessage"])
+        self._cond(after, names.READY, False, reason, status["failureMessage"])
+        forget(after)
+        self._save(mm, after, False)
+        released = " released;" if release else ""
+        raise CapiError(
+            f"MAAS machine {m['hostname']} ({m['system_id']}): {message};{released} the next run allocates another",
+            obj=meta.ref(mm),
+        )
+
+    def _deploy(self, mm, after, m, secret_name, check) -> dict:
+        ns = meta.namespace(mm)
+        secret = self.store.get("Secret", secret_name, ns)
+        user_data = state.user_data_b64(secret, f"Secret {ns}/{secret_name}")
+        osystem, series = state.split_image(after["spec"]["image"])
+        sid = m["system_id"]
+        try:
+            if self.disable_swap and m.get("swap_size") not in (0, "0"):
+                self.client.update_machine(sid, swap_size="0")
+            return self.client.deploy(
+                sid,
+                user_data_b64=user_data,
+                osystem=osystem,
+                distro_series=series,
+                ephemeral=bool(after["spec"].get("deployInMemory")),
+            )
+        except MaasError as exc:
+            # CAPMAAS: a deferred release and the providerID cleared; the next reconcile allocates another
+            self._fail(mm, after, m, names.MAAS_MACHINE_DEPLOY_FAILED_REASON, f"deploy failed: {exc}", release=True)
+            raise  # not reached
+
+    def _follow(self, mm, after, machine, secret_name, check) -> Step:
+        spec, status = after["spec"], after.setdefault("status", {})
+        sid = state.system_id_of(spec["providerID"])
+        m = self.client.read_machine(sid) if sid else None
+        if m is None:
+            self._cond(after, names.MAAS_MACHINE_DEPLOYED, False, names.MAAS_MACHINE_NOT_FOUND_REASON)
+            if not check:
+                forget(after)
+                self._save(mm, after, check)
+            return Step(changed=True, message=f"MAAS machine {sid} is gone; allocating another", requeue_after=0)
+        current = m.get("status_name")
+        if current in names.MAAS_STATES_FAILED:
+            if check:
+                return Step(done=True, changed=True, message=f"{m['hostname']} is {current}; would release it")
+            self._fail(mm, after, m, names.MAAS_MACHINE_DEPLOY_FAILED_REASON, f"MAAS state {current!r}", release=True)
+        if current in names.MAAS_STATES_TERMINATED:
+            if check:
+                return Step(done=True, changed=True, message=f"{m['hostname']} is {current}; would forget it")
+            self._fail(mm, after, m, names.MAAS_MACHINE_TERMINATED_REASON, f"unexpectedly {current}", release=False)
+        if current == names.MAAS_STATE_ALLOCATED:
+            if check:
+                return Step(done=True, changed=True, message=f"would deploy {m['hostname']}", data=self._report(after))
+            m = self._deploy(mm, after, m, secret_name, check)
+            current = m.get("status_name")
+        zone = (m.get("zone") or {}).get("name")
+        if zone and spec.get("failureDomain") != zone:
+            spec["failureDomain"] = zone  # CAPMAAS overwrites it with the machine's actual zone
+        status.update(
+            hostname=m.get("hostname"),
+            machineState=current,
+            machinePowered=m.get("power_state") == "on",
+            addresses=state.addresses(m),
+        )
+        status.pop("failureReason", None)
+        status.pop("failureMessage", None)
+        if current not in names.MAAS_STATES_OPERATIONAL:
+            msg = f"{m['hostname']}: MAAS state {current!r} is not one the provider knows; waiting"
+            return self._wait(
+                mm, after, names.MAAS_MACHINE_DEPLOYED, names.MAAS_MACHINE_STATE_UNDEFINED_REASON, msg, check, 10
+            )
+        if current == names.MAAS_STATE_DEPLOYED and m.get("power_state") != "on":
+            # PR #379: power on only a confirmed "off"; IPMI power_on power-cycles a host in error/unknown
+            if m.get("power_state") == "off" and not check:
+                self.client.power_on(m["system_id"], comment=names.MAAS_POWER_ON_COMMENT)
+            msg = f"{m['hostname']} is Deployed and powered {m.get('power_state')}"
+            return self._wait(mm, after, names.MAAS_MACHINE_DEPLOYED, names.MAAS_MACHINE_POWERED_OFF_REASON, msg, check)
+        if current != names.MAAS_STATE_DEPLOYED:
+            msg = f"{m['hostname']} is {current}"
+            return self._wait(
+                mm, after, names.MAAS_MACHINE_DEPLOYED, names.MAAS_MACHINE_DEPLOYING_REASON, msg, check, 2
+            )
+        self._cond(after, names.MAAS_MACHINE_DEPLOYED, True, names.MAAS_MACHINE_DEPLOYED_REASON)
+        status["ready"] = True
+        status.setdefault("initialization", {})["provisioned"] = True
+        return self._attach_and_node(mm, after, machine, m, check)
+
+    # -- DNS attachment and the Node ------------------------------------------------------
+
+    def _attach_and_node(self, mm, after, machine, m, check) -> Step:
+        ns, cluster_name = meta.namespace(mm), machine["spec"]["clusterName"]
+        status = after["status"]
+        extra = {}
+        if state.is_control_plane(machine):
+            # the record is computed from stored status: save this machine's first
+            stored = self._save(mm, after, check)
+            mm, after = stored, copy.deepcopy(stored)
+            status = after["status"]
+            result = dns.reconcile_dns(self.store, self.client, cluster_name, ns, subnets=self.subnets, check=check)
+            extra["dns"] = result
+            is_attached = dns.attached(after, result["after"])
+            status["dnsAttached"] = is_attached
+            if not is_attached:
+                return self._wait(
+                    mm,
+                    after,
+                    names.MAAS_DNS_ATTACHED,
+                    names.MAAS_DNS_ATTACH_PENDING_REASON,
+                    f"waiting for {m['hostname']} in DNS record {result['fqdn']}",
+                    check,
+                    2,
+                )
+            self._cond(after, names.MAAS_DNS_ATTACHED, True, names.MAAS_DNS_ATTACHED_REASON)
+        self._cond(after, names.READY, True, names.READY_REASON)
+        if check:
+            return Step(done=True, changed=after != mm, message=f"{m['hostname']} Deployed", data=self._report(after))
+        stored = self._save(mm, after, check)
+        client = self.workload(cluster_name, ns)
+        nodes = client.list_nodes()
+        node = state.node_for_hostname(nodes, status.get("hostname"))
+        if node is None:
+            return Step(
+                changed=stored != mm,
+                message=f"{m['hostname']} Deployed; waiting for its Node in the workload cluster",
+                requeue_after=3,
+                data=self._report(after, **extra),
+            )
+        pid = after["spec"]["providerID"]
+        have = (node.get("spec") or {}).get("providerID")
+        if have and have != pid:
+            raise CapiError(f"Node {meta.name(node)} already has providerID {have}, not {pid}", obj=meta.ref(mm))
+        if have != pid:
+            client.set_provider_id(meta.name(node), pid)
+        mstep = capi_machine.reconcile(
+            self.store, self.store.get("Machine", meta.name(machine), ns), workload=client, clock=self.clock
+        )
+        phase = ((mstep.data.get("machine") or {}).get("status") or {}).get("phase")
+        return Step(
+            done=mstep.done,
+            changed=stored != mm or have != pid or mstep.changed,
+            message=f"{m['hostname']} Deployed; Node {meta.name(node)}; Machine {mstep.message}",
+            requeue_after=3,
+            data=self._report(after, node=meta.name(node), machinePhase=phase, **extra),
+        )
+
+    # -- many at once ------------------------------------------------------------------
+
+    def run(self, keys, *, delete=False, check=False, wait=True, timeout=None, poll=2.0, workers=8, progress=None):
+        """Reconcile (or delete) every (namespace, name) concurrently until done or the deadline."""
+        from ansible_collections.baremetal.capi.plugins.module_utils.maas import machine_delete
+
+        def one(key):
+            if delete:
+                return machine_delete.remove(self, key[1], key[0], check=check)
+            return self.step(key[1], key[0], check=check)
+
+        return runner.run(
+            list(keys),
+            one,
+            key=lambda k: f"{k[0]}/{k[1]}",
+            workers=workers,
+            wait=wait and not check,
+            timeout=timeout,
+            poll=poll,
+            progress=progress,
+        )
+
+
+def machine_keys(store, ns: str, name: str | None = None, cluster: str | None = None) -> list[tuple[str, str]]:
+    """(namespace, name) of one MaasMachine, or of every MaasMachine of a cluster (label or Machine reference)."""
+    if name:
+        return [(ns, name)]
+    names_ = {meta.name(m) for m in dns.cluster_machines(store, cluster, ns)}
+    for machine in store.list("Machine", ns):
+        infra = (machine.get("spec") or {}).get("infrastructureRef") or {}
+        if (machine.get("spec") or {}).get("clusterName") == cluster and infra.get("kind") == KIND:
+            if refs.get_or_none(store, KIND, infra.get("name"), ns) is not None:
+                names_.add(infra["name"])
+    return [(ns, n) for n in sorted(names_)]
+
+
+def reconcile_many(mgr, ns, *, name=None, cluster=None, delete=False, check=False, **run) -> dict:
+    """What the maas_machine module does: run the machines, then report them and the cluster's DNS record."""
+    store = mgr.store
+    keys = machine_keys(store, ns, name, cluster)
+    before = [refs.get_or_none(store, KIND, n, k) for k, n in keys]
+    if name and before[0] is None and not delete:
+        raise Invalid(f'MaasMachine "{name}" not found', obj=f"MaasMachine {ns}/{name}")
+    if cluster is None:
+        labelled = [meta.labels(b).get(names.CLUSTER_NAME_LABEL) for b in before if b]
+        owner = owner_machine(store, before[0], check=True) if before and before[0] else None
+        cluster = (labelled and labelled[0]) or ((owner or {}).get("spec") or {}).get("clusterName")
+    results = {r.key: r for r in mgr.run(keys, delete=delete, check=check, **run)}
+    wait = run.get("wait", True)
+    machines, after = [], []
+    for (k, n), prev in zip(keys, before, strict=True):
+        res = results[f"{k}/{n}"]
+        obj = refs.get_or_none(store, KIND, n, k) if not check else prev
+        after.append(obj)
+        data = {key: value for key, value in res.data.items() if key not in ("dns", "traceback")}
+        machines.append(
+            {
+                "name": n,
+                "namespace": k,
+                "changed": res.changed,
+                "failed": res.failed or (wait and not check and not res.done),
+                "message": res.message,
+                **data,
+                "object": obj,
+            }
+        )
+    dns_result = None
+    if cluster:
+        try:
+            dns_result = dns.reconcile_dns(store, mgr.client, cluster, ns, subnets=mgr.subnets, check=check)
+        except (Requeue, NotFound):
+            dns_result = None
+    return {
+        "machines": machines,
+        "dns": dns_result,
+        "changed": any(m["changed"] for m in machines) or bool(dns_result and dns_result["changed"]),
+        "before": before,
+        "after": after,
+    }

@@ -1,0 +1,115 @@
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Deleting a MaasMachine (capmaas.md §2.2 reconcileDelete) and, with it, its Machine (capi-core.md §2.4).
+
+``step``: a control-plane machine first leaves the API's DNS record (the DNS
+reconcile runs here, so it does not wait for a cluster step), then the MAAS
+machine is released, then the finalizer goes.  ``remove`` is ``state:
+absent``: delete the Machine and the MaasMachine and step both until both are
+gone; the Machine's Node goes after the MaasMachine, as Cluster API does.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import machine as capi_machine
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound, Requeue
+from ansible_collections.baremetal.capi.plugins.module_utils.maas import dns, state
+from ansible_collections.baremetal.capi.plugins.module_utils.maas.client import MaasConflict
+from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
+from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
+
+KIND = "MaasMachine"
+_GONE = (names.MAAS_STATE_RELEASING, names.MAAS_STATE_READY, names.MAAS_STATE_DISK_ERASING, names.MAAS_STATE_NEW)
+
+
+def _cluster_name(mm: dict, machine: dict | None) -> str | None:
+    return ((machine or {}).get("spec") or {}).get("clusterName") or meta.labels(mm).get(names.CLUSTER_NAME_LABEL)
+
+
+def step(mgr, mm: dict, machine: dict | None, *, check: bool = False) -> Step:
+    """One step of reconcileDelete; ``done`` when the MaasMachine is gone."""
+    store, ns = mgr.store, meta.namespace(mm)
+    after = copy.deepcopy(mm)
+    sid = state.system_id_of((mm.get("spec") or {}).get("providerID"))
+    m = mgr.client.read_machine(sid) if sid else None
+    cluster_name = _cluster_name(mm, machine)
+    if m is not None and cluster_name and (state.is_control_plane(mm) or state.is_control_plane(machine or {})):
+        try:
+            result = dns.reconcile_dns(store, mgr.client, cluster_name, ns, subnets=mgr.subnets, check=check)
+        except Requeue:
+            result = None  # no DNS name (the MaasCluster is gone): nothing to detach from
+        if result is not None and dns.attached(mm, result["after"]) and not check:
+            mgr._cond(after, names.MAAS_DNS_ATTACHED, False, names.MAAS_DNS_DETACH_PENDING_REASON)
+            after["status"]["dnsAttached"] = True
+            mgr._save(mm, after, check)
+            return Step(
+                changed=True,
+                message=f"waiting for {m['hostname']} to leave DNS record {result['fqdn']}",
+                requeue_after=2,
+                data=mgr._report(after, dns=result),
+            )
+    if check:
+        what = f"would release {m['hostname']} ({sid})" if m is not None else "would be deleted"
+        return Step(done=True, changed=True, message=what, data=mgr._report(after))
+    message = "deleted"
+    if m is not None and m.get("status_name") not in _GONE:
+        try:
+            mgr.client.release(sid, comment=f"{meta.ref(mm)} deleted")
+        except MaasConflict as exc:
+            raise Requeue(f"MAAS cannot release {m['hostname']} yet: {exc.content}", after=10) from None
+        message = f"released {m['hostname']} ({sid})"
+    mgr._cond(after, names.MAAS_MACHINE_DEPLOYED, False, names.MAAS_DELETED_REASON)
+    meta.remove_finalizer(after, names.MAAS_MACHINE_FINALIZER)
+    try:
+        refs.write(store, mm, after)
+    except NotFound:
+        pass
+    return Step(done=True, changed=True, message=message, data=mgr._report(after))
+
+
+def remove(mgr, name: str, ns: str, *, check: bool = False) -> Step:
+    """``state: absent``: delete the Machine and the MaasMachine; ``done`` when both are gone."""
+    from ansible_collections.baremetal.capi.plugins.module_utils.maas.machine import owner_machine
+
+    store = mgr.store
+    mm = refs.get_or_none(store, KIND, name, ns)
+    machine = owner_machine(store, mm, check=True) if mm is not None else None
+    if machine is None:
+        machine = refs.get_or_none(store, "Machine", name, ns)
+        infra = ((machine or {}).get("spec") or {}).get("infrastructureRef") or {}
+        if infra.get("name") != name or infra.get("kind") != KIND:
+            machine = None
+    if mm is None and machine is None:
+        return Step(done=True, changed=False, message="absent")
+    if check:
+        sid = state.system_id_of(((mm or {}).get("spec") or {}).get("providerID"))
+        return Step(done=True, changed=True, message=f"would be deleted (MAAS machine {sid or 'none'} released)")
+    if machine is not None and not meta.is_deleting(machine):
+        store.delete("Machine", meta.name(machine), ns)
+    mm = refs.get_or_none(store, KIND, name, ns)
+    if mm is not None:
+        if not meta.is_deleting(mm):
+            store.delete(KIND, name, ns)
+            mm = refs.get_or_none(store, KIND, name, ns)
+        if mm is not None:
+            s = step(mgr, mm, machine)
+            if refs.get_or_none(store, KIND, name, ns) is not None:
+                s.changed = True
+                return s
+    machine = refs.get_or_none(store, "Machine", meta.name(machine), ns) if machine is not None else None
+    if machine is not None:
+        mstep = capi_machine.reconcile_delete(store, machine, workload=_workload_or_none(mgr, machine), clock=mgr.clock)
+        if refs.get_or_none(store, "Machine", meta.name(machine), ns) is None:
+            return Step(done=True, changed=True, message=mstep.message)
+        return Step(changed=True, message=mstep.message, requeue_after=mstep.requeue_after)
+    return Step(done=True, changed=True, message="deleted")
+
+
+def _workload_or_none(mgr, machine):
+    try:
+        return mgr.workload(machine["spec"]["clusterName"], meta.namespace(machine))
+    except Exception:  # no kubeconfig Secret: capi.machine decides what a missing workload means
+        return None

@@ -1,0 +1,230 @@
+#!/usr/bin/python
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: maas_machine
+short_description: Allocate, deploy and release the MAAS machines of MaasMachines, as CAPMAAS does
+version_added: 0.1.0
+description:
+  - Reconciles C(infrastructure.cluster.x-k8s.io/v1beta1) MaasMachines - one (O(name)) or every one of a cluster
+    (O(cluster)), concurrently, with one deadline - the way the CAPMAAS MaasMachine controller does, and plays the
+    Cluster API Machine controller for their Machines.
+  - O(state=present) waits for the Machine's bootstrap data, allocates a MAAS machine (C(cpu_count) = C(minCPU),
+    C(mem) = C(minMemory), C(zone) = the failure domain, C(pool) = C(resourcePool), every one of C(tags), and
+    C(system_id) when C(spec.systemID) is set before allocation), records the providerID
+    C(maas:///<zone>/<system_id>) at once, sets C(swap_size=0) (see O(disable_swap)), deploys with the bootstrap
+    data base64-encoded as C(user_data), C(osystem)/C(distro_series) split from C(image) (C(custom) when it has no
+    C(/)) and C(ephemeral_deploy) from C(deployInMemory).
+  - A deployment that ends in C(Failed deployment) or a machine that goes C(Broken) is released and forgotten; that
+    machine's task fails, and the next run allocates another.
+  - A Deployed machine is powered on only when MAAS says its power state is C(off).
+  - Control-plane machines wait until the API endpoint's DNS record holds their address; the DNS reconcile of
+    M(baremetal.capi.maas_dns) runs for their cluster on every round, so they never wait on a step nobody runs.
+  - Then the workload Node whose name matches the MAAS hostname (lower-case, the short name, or a C(<hostname>.)
+    prefix) gets C(spec.providerID), and the Machine gets its providerID, addresses (InternalIP and ExternalIP),
+    nodeRef and phase.
+  - O(state=absent) deletes the Machine and the MaasMachine; a control-plane machine first leaves the DNS record,
+    then the MAAS machine is released, then the Node is deleted.
+  - In check mode nothing is written or allocated; the result says which machine would be allocated (MAAS's
+    C(dry_run)) and what the DNS record would become.
+author:
+  - baremetal.capi contributors (!UNKNOWN)
+extends_documentation_fragment:
+  - baremetal.capi.store
+  - baremetal.capi.maas
+  - baremetal.capi.attributes
+options:
+  name:
+    description: One MaasMachine.
+    type: str
+  cluster:
+    description: Every MaasMachine of this Cluster (label C(cluster.x-k8s.io/cluster-name)).
+    type: str
+  namespace:
+    description: The namespace. Defaults to O(store.namespace), then V(default).
+    type: str
+  state:
+    description: V(present) deploys, V(absent) releases and deletes.
+    type: str
+    choices: [present, absent]
+    default: present
+  disable_swap:
+    description:
+      - Set C(swap_size=0) on the machine before deploying, as CAPMAAS does.
+      - Turn it off when the MAAS user may not edit machines (CAPMAAS issue 85).
+    type: bool
+    default: true
+  preferred_subnets:
+    description:
+      - CIDRs; control-plane addresses in them are preferred for the DNS record.
+      - When not given, the C(maas-preferred-subnet) ConfigMap (key C(preferredSubnets)) of the namespace.
+    type: list
+    elements: str
+  workload_kubeconfig:
+    description:
+      - Kubeconfig (text or a path) of the workload cluster, instead of the C(<cluster>-kubeconfig) Secret.
+    type: str
+  wait:
+    description: Reconcile until every machine is Running (or gone), fails, or O(wait_timeout) passes.
+    type: bool
+    default: true
+  wait_timeout:
+    description: Seconds to wait.
+    type: int
+    default: 1800
+  poll:
+    description: Seconds between polls of a machine that is not done yet.
+    type: float
+    default: 2.0
+  workers:
+    description: How many machines are reconciled at the same time.
+    type: int
+    default: 8
+notes:
+  - TLS certificates of the MAAS region are verified unless O(maas_validate_certs=false).
+seealso:
+  - module: baremetal.capi.maas_cluster
+  - module: baremetal.capi.maas_dns
+  - module: baremetal.capi.maas_machine_info
+"""
+
+EXAMPLES = r"""
+- name: Deploy every machine of cluster c1
+  baremetal.capi.maas_machine:
+    cluster: c1
+    namespace: capi
+    maas_url: http://maas.example.com:5240/MAAS/
+    maas_api_key: "{{ maas_api_key }}"
+
+- name: Which machine would the first control plane get?
+  baremetal.capi.maas_machine:
+    name: c1-cp-0
+  check_mode: true
+  register: plan
+
+- name: Remove a control-plane machine (it leaves the DNS record before it is released)
+  baremetal.capi.maas_machine:
+    name: c1-cp-2
+    state: absent
+"""
+
+RETURN = r"""
+machines:
+  description: One entry per MaasMachine.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The MaasMachine.
+      type: str
+    namespace:
+      description: Its namespace.
+      type: str
+    changed:
+      description: Whether this machine changed.
+      type: bool
+    failed:
+      description: Whether it failed (or did not finish in time).
+      type: bool
+    message:
+      description: Where it is, or why it failed.
+      type: str
+      sample: node-03 Deployed; Node node-03; Machine Running
+    providerID:
+      description: C(maas:///<zone>/<system_id>).
+      type: str
+    systemID:
+      description: The MAAS system ID.
+      type: str
+    hostname:
+      description: The MAAS hostname.
+      type: str
+    machineState:
+      description: The MAAS status name.
+      type: str
+      sample: Deployed
+    would_allocate:
+      description: In check mode, the machine MAAS would allocate (C(system_id), C(hostname)).
+      type: dict
+      returned: check mode, for a machine not allocated yet
+    object:
+      description: The MaasMachine as stored afterwards.
+      type: dict
+dns:
+  description: The API record of the cluster after the run (in check mode, what it would become).
+  returned: when the machines' cluster has a DNS name
+  type: dict
+  contains:
+    fqdn:
+      description: The record's name.
+      type: str
+    before:
+      description: Its addresses before.
+      type: list
+      elements: str
+    after:
+      description: Its addresses after.
+      type: list
+      elements: str
+"""
+
+from ansible_collections.baremetal.capi.plugins.module_utils.maas import client as maas_client  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.maas import machine as maas_machine  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+
+
+def main():
+    module = CapiModule(
+        argument_spec=dict(
+            name=dict(type="str"),
+            cluster=dict(type="str"),
+            namespace=dict(type="str"),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+            disable_swap=dict(type="bool", default=True),
+            preferred_subnets=dict(type="list", elements="str"),
+            workload_kubeconfig=dict(type="str", no_log=True),
+            wait=dict(type="bool", default=True),
+            wait_timeout=dict(type="int", default=1800),
+            poll=dict(type="float", default=2.0),
+            workers=dict(type="int", default=8),
+        ),
+        maas=True,
+        mutually_exclusive=[("name", "cluster")],
+        required_one_of=[("name", "cluster")],
+        supports_check_mode=True,
+    )
+    p = module.params
+    ns = p["namespace"] or module.namespace
+    with module.errors():
+        client = maas_client.connect(module.maas_options())
+        mgr = maas_machine.MachineManager(
+            module.store,
+            client,
+            workload_kubeconfig=p["workload_kubeconfig"],
+            disable_swap=p["disable_swap"],
+            subnets=p["preferred_subnets"],
+        )
+        out = maas_machine.reconcile_many(
+            mgr,
+            ns,
+            name=p["name"],
+            cluster=p["cluster"],
+            delete=p["state"] == "absent",
+            check=module.check_mode,
+            wait=p["wait"],
+            timeout=p["wait_timeout"],
+            poll=p["poll"],
+            workers=p["workers"],
+        )
+    failures = [f"MaasMachine {m['namespace']}/{m['name']}: {m['message']}" for m in out["machines"] if m["failed"]]
+    if failures:
+        module.fail("; ".join(failures), machines=out["machines"], dns=out["dns"], changed=out["changed"])
+    module.exit(out["changed"], before=out["before"], after=out["after"], machines=out["machines"], dns=out["dns"])
+
+
+if __name__ == "__main__":
+    main()
