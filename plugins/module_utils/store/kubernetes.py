@@ -51,6 +51,8 @@ ENV = {
     "ca_cert": "K8S_AUTH_SSL_CA_CERT",
     "validate_certs": "K8S_AUTH_VERIFY_SSL",
 }
+# (connect, read) seconds: a hung API server fails the call instead of the playbook hanging.
+TIMEOUT = (10, 120)
 # Selector operators the API server's string form takes; gt/lt are applied here.
 _SERVER_OPERATORS = {selectors.IN, selectors.NOT_IN, selectors.EXISTS, selectors.NOT_EXISTS, selectors.EQUALS}
 _SERVER_OPERATORS.add(selectors.NOT_EQUALS)
@@ -77,20 +79,22 @@ def api_client(kubeconfig=None, context=None, host=None, api_key=None, ca_cert=N
     given["validate_certs"] = validate_certs
     opts = {key: value if value not in (None, "") else os.environ.get(ENV[key]) for key, value in given.items()}
     conf = k8s_client.Configuration()
+    # As kubernetes.core: a kubeconfig (or context) when one is named; else host/api_key
+    # alone when given; else the default kubeconfig, else the in-cluster service account.
     try:
-        if opts["kubeconfig"] or opts["context"] or not (opts["host"] and opts["api_key"]):
+        if opts["kubeconfig"] or opts["context"]:
+            if isinstance(opts["kubeconfig"], dict):
+                k8s_config.load_kube_config_from_dict(
+                    opts["kubeconfig"], context=opts["context"], client_configuration=conf
+                )
+            else:
+                k8s_config.load_kube_config(
+                    config_file=opts["kubeconfig"], context=opts["context"], client_configuration=conf
+                )
+        elif not opts["host"]:
             try:
-                if isinstance(opts["kubeconfig"], dict):
-                    k8s_config.load_kube_config_from_dict(
-                        opts["kubeconfig"], context=opts["context"], client_configuration=conf
-                    )
-                else:
-                    k8s_config.load_kube_config(
-                        config_file=opts["kubeconfig"], context=opts["context"], client_configuration=conf
-                    )
+                k8s_config.load_kube_config(client_configuration=conf)
             except (ConfigException, OSError):
-                if opts["kubeconfig"] or opts["context"] or opts["host"]:
-                    raise
                 # No kubeconfig anywhere: running in a pod (an AWX container group).
                 k8s_config.load_incluster_config(client_configuration=conf)
     except (ConfigException, OSError, ValueError) as exc:
@@ -171,7 +175,7 @@ class KubernetesStore:
 
     def _request(self, method: str, kind: kinds.Kind, where: str, url: str, body=None, **params) -> dict:
         try:
-            resp = self.dyn.request(method, url, body=body, serialize=False, **params)
+            resp = self.dyn.request(method, url, body=body, serialize=False, _request_timeout=TIMEOUT, **params)
         except ApiException as exc:
             raise translate(exc, kind, where) from None
         except (urllib3.exceptions.HTTPError, OSError) as exc:

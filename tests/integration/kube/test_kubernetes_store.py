@@ -124,3 +124,17 @@ def test_connection_options_fall_back_to_k8s_auth_variables(lab, kube, monkeypat
     monkeypatch.setenv("K8S_AUTH_CONTEXT", "no-such-context")
     with pytest.raises(StoreUnavailable, match="no-such-context"):
         KubernetesStore()
+
+
+def test_no_configuration_at_all_is_store_unavailable(monkeypatch, tmp_path):
+    for var in (
+        "K8S_AUTH_KUBECONFIG",
+        "K8S_AUTH_CONTEXT",
+        "K8S_AUTH_HOST",
+        "K8S_AUTH_API_KEY",
+        "KUBERNETES_SERVICE_HOST",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    with pytest.raises(StoreUnavailable, match="cannot load the Kubernetes client configuration"):
+        KubernetesStore()
