@@ -13,6 +13,7 @@ fresh read rather than overwrite; nothing is written when nothing differs.
 from __future__ import annotations
 
 import copy
+import random
 import time
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
@@ -38,8 +39,10 @@ SERVER_FIELDS = (
     "selfLink",
 )
 
-# How many fresh reads to try when another writer keeps moving the object.
-_ATTEMPTS = 5
+# How many fresh reads to try when another writer keeps moving the object, and
+# the pause between two (client-go's retry.RetryOnConflict: 10 ms, jittered).
+_ATTEMPTS = 10
+_BACKOFF = 0.01
 
 
 def merge_patch(target, patch):
@@ -159,6 +162,7 @@ def apply(store, obj: dict, k: kinds.Kind, *, force: bool = False, check: bool =
         except Conflict:
             if expected_rv:
                 raise
+            time.sleep(_BACKOFF * (1 + random.random()))
             continue
         return changed, before, after, ("update" if changed else None)
     raise Conflict(f"the object kept changing while being updated ({_ATTEMPTS} attempts)", obj=meta.ref(body))
