@@ -194,6 +194,20 @@ def _ldflags() -> str:
     return " ".join(flags)
 
 
+def _download(log, attempts: int = 4) -> None:
+    """Fetch every module go.mod lists, retrying: the first build downloads a few hundred
+    modules from the proxy, and one TLS handshake timeout must not cost the whole build."""
+    for attempt in range(1, attempts + 1):
+        try:
+            _go("mod", "download")
+            return
+        except BuildError:
+            if attempt == attempts:
+                raise
+            log(f"go mod download failed (attempt {attempt} of {attempts}); retrying in {5 * attempt}s")
+            time.sleep(5 * attempt)
+
+
 def build(cfg, force: bool = False, log=print) -> Path:
     """The folder with etcd, kube-apiserver and kube-controller-manager, built if missing."""
     out = cache_dir(cfg)
@@ -207,10 +221,15 @@ def build(cfg, force: bool = False, log=print) -> Path:
         t0 = time.monotonic()
         if sync_module():
             log("go.mod regenerated for the new versions; commit lab/kube_build/go.mod and go.sum")
+        _download(log)
         tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        _go("build", "-ldflags", _ldflags(), "-o", str(tmp) + "/", "./cmd/...")
+        try:
+            _go("build", "-ldflags", _ldflags(), "-o", str(tmp) + "/", "./cmd/...")
+        except BuildError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         # ru_maxrss of RUSAGE_CHILDREN: the largest waited-for descendant (a compile or the link), in KiB.
         peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         record = {
