@@ -15,8 +15,11 @@ from __future__ import annotations
 import copy
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
+
+_ATTEMPTS = 20
 
 
 def infra_cluster_provisioned(infra: dict | None) -> bool:
@@ -81,15 +84,27 @@ def _own_infra(store, cluster: dict, infra: dict, check: bool) -> dict:
 
 
 def reconcile(store, cluster: dict, *, clock=None, check: bool = False) -> Step:
-    """Mark the Cluster's infrastructure provisioned when its infra cluster is.  ``done`` once it is."""
+    """Mark the Cluster's infrastructure provisioned when its infra cluster is.  ``done`` once it is.
+
+    Many machines reconcile one Cluster at the same time: a write that loses
+    (Conflict) reads the Cluster again and recomputes.
+    """
     ns = meta.namespace(cluster)
-    infra = refs.get_ref(store, (cluster.get("spec") or {}).get("infrastructureRef"), ns)
-    if infra is not None:
-        infra = _own_infra(store, cluster, infra, check)
-    after = copy.deepcopy(cluster)
-    changed = apply_infrastructure(after, infra, clock=clock)
-    if changed and not check:
-        refs.write(store, cluster, after)
+    for attempt in range(_ATTEMPTS):
+        if attempt:
+            cluster = store.get("Cluster", meta.name(cluster), ns)
+        infra = refs.get_ref(store, (cluster.get("spec") or {}).get("infrastructureRef"), ns)
+        try:
+            if infra is not None:
+                infra = _own_infra(store, cluster, infra, check)
+            after = copy.deepcopy(cluster)
+            changed = apply_infrastructure(after, infra, clock=clock)
+            if changed and not check:
+                refs.write(store, cluster, after)
+            break
+        except Conflict:
+            if attempt == _ATTEMPTS - 1:
+                raise
     done = bool(after["status"]["initialization"].get("infrastructureProvisioned"))
     message = "infrastructure provisioned" if done else "waiting for the infrastructure cluster to be provisioned"
     return Step(done=done, changed=changed, message=message, data={"cluster": after})
