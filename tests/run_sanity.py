@@ -19,6 +19,26 @@ ansible-test bootstraps pip in its venvs with a script it downloads from a host
 these machines cannot reach; it uses a cached copy first, so a stand-in that
 runs ensurepip and then pip (through the system's pip configuration) is
 written there when missing.
+
+What ansible-test sanity demands of this collection (each seen failing here):
+
+* module DOCUMENTATION is valid YAML, and matches argument_spec (types, defaults,
+  choices, required, elements); shared options come from doc fragments
+  (``baremetal.capi.store``, ``baremetal.capi.maas``, ``baremetal.capi.attributes``
+  / ``.info_module``);
+* ``author:`` lines read ``Name (@github-handle)`` or ``Name (!UNKNOWN)``;
+* RV()/O() markup names return values / options that exist (``RV(ignore:changed)``);
+* no variable named ``_`` anywhere (ansible-test's pylint disallows it): use
+  ``_unused``-style names;
+* third-party imports (yaml, kubernetes, openstack, maas, jinja2) in module_utils
+  and modules are guarded (``try: import yaml / except ImportError``): the import
+  test runs with ansible-core and the standard library only;
+* YAML files hold one document each (yamllint's multiple-yaml-documents);
+* modules import after DOCUMENTATION/EXAMPLES/RETURN; every module is in
+  meta/runtime.yml's action_groups and has its (only) license ignore line in
+  tests/sanity/ignore-*.txt - tests/unit/modules/test_runtime_meta.py checks both.
+
+Sanity on some files only: ``python tests/run_sanity.py --sanity plugins/modules/x.py``.
 """
 
 from __future__ import annotations
