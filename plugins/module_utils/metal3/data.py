@@ -88,12 +88,12 @@ class DataManager:
         template = _get(self.store, "Metal3DataTemplate", name, ns)
         if template is None:
             return False
-        used = [e["name"] for e in (template.get("status") or {}).get("indexes") or []]
-        used += [
-            meta.name(d)
+        used = [
+            f"Metal3Data {meta.name(d)}"
             for d in self.store.list("Metal3Data", ns)
-            if (d.get("spec") or {}).get("template", {}).get("name") == name and meta.name(d) not in used
+            if (d.get("spec") or {}).get("template", {}).get("name") == name
         ]
+        used = used or [f"claim {e['name']}" for e in (template.get("status") or {}).get("indexes") or []]
         if used:
             raise Invalid(
                 f"still in use by {', '.join(sorted(used)[:5])}: delete those machines' data first",

@@ -325,10 +325,12 @@ class IPAM:
             except Conflict:
                 # Someone else reconciled this claim meanwhile: keep theirs, give ours back.
                 claim = self.store.get("IPClaim", meta.name(claim), ns)
-                if self._current_address(claim) is None:
+                theirs = self._current_address(claim)
+                if theirs is None:
                     continue
-                self._free_address(address, pool)
-                return claim, self._current_address(claim)
+                if meta.name(theirs) != meta.name(address):
+                    self._free_address(address, pool)
+                return claim, theirs
             if cursor_step:
                 cursor_step()
             return claim, address
