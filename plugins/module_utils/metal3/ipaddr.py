@@ -10,6 +10,7 @@ free index.
 
 from __future__ import annotations
 
+import bisect
 import ipaddress
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
@@ -94,6 +95,18 @@ class Ranges:
                 continue
             for i in range(max(0, first - base), r.size):
                 yield base + i, r.at(i), r
+
+    def at(self, idx: int):
+        """(ip, range) of index ``idx``, or None past the end."""
+        pos = bisect.bisect_right(self.starts, idx) - 1
+        while pos >= 0 and pos < len(self.ranges):
+            r = self.ranges[pos]
+            if idx - self.starts[pos] < r.size:
+                return r.at(idx - self.starts[pos]), r
+            pos += 1  # an empty range shares its start with the next one
+            if pos < len(self.ranges) and idx < self.starts[pos]:
+                return None
+        return None
 
     def locate(self, value):
         """(index, range) of an address inside the pools, or None."""

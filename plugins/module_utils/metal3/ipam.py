@@ -10,16 +10,14 @@ and the webhooks), with two deliberate differences:
   object's name (``<namePrefix>-<ip with dashes>``) is the lock: the address is
   taken by whoever creates that object first (AlreadyExists for everyone else),
   so two processes can never hand out one address.  Sequential pools keep a
-  free-address cursor (a ConfigMap ``<pool>-ipam-cursor``: the lowest index that
-  may be free) so that a claim probes O(1) names however full the pool is.
+  free-address cursor (ipam_cursor.py: a high-water mark and the released
+  indexes below it) so that a claim probes O(1) names however full the pool is.
   ``status.indexes`` keeps upstream's shape and is rebuilt when the pool itself
   is reconciled (``reconcile_pool``), not rewritten per claim.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
@@ -30,6 +28,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     NotFound,
 )
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import ipaddr
+from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam_cursor import Cursor
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, kinds, meta, names
 
 PROVIDER_LABEL = "cluster.x-k8s.io/provider"
@@ -40,7 +39,6 @@ PREALLOCATED_OUT_OF_BOUNDS = "Pre-allocated IP out of bond"
 REQUESTED_NOT_AVAILABLE = "Requested IP not available"
 CONFLICTING = "PreAllocation and requested ip address are conflicting"
 CREATE_FAILED = "Failed to create associated IPAddress object"
-CURSOR_SUFFIX = "-ipam-cursor"
 _RETRIES = 50
 
 
@@ -64,63 +62,6 @@ def _retry(fn):
 
 def address_name(pool: dict, ip: str) -> str:
     return ipaddr.address_name(pool["spec"].get("namePrefix", ""), ip)
-
-
-# -- the cursor -------------------------------------------------------------------
-
-
-class _Cursor:
-    """The lowest index of a sequential pool that may be free: a hint, never the truth.
-
-    Invariant: every index below ``next`` is taken (or pre-allocated).  An
-    allocation advances it only if nobody touched the cursor meanwhile; a release
-    always lowers it and bumps ``epoch`` so that a racing advance fails.
-    """
-
-    def __init__(self, store, pool: dict, ranges: ipaddr.Ranges):
-        self.store = store
-        self.pool = pool
-        self.name = meta.name(pool) + CURSOR_SUFFIX
-        self.ns = meta.namespace(pool)
-        self.fingerprint = hashlib.sha256(json.dumps(ranges.spec, sort_keys=True).encode()).hexdigest()[:16]
-
-    def read(self) -> tuple[int, dict | None]:
-        try:
-            obj = self.store.get("ConfigMap", self.name, self.ns)
-        except NotFound:
-            return 0, None
-        data = obj.get("data") or {}
-        if data.get("spec") != self.fingerprint:
-            return 0, obj
-        return int(data.get("next", "0")), obj
-
-    def _object(self, nxt: int, epoch: int, old: dict | None) -> dict:
-        obj = old or meta.new("ConfigMap", self.name, self.ns)
-        if old is None:
-            meta.set_owner(obj, self.pool)
-        obj["data"] = {"next": str(nxt), "epoch": str(epoch), "spec": self.fingerprint}
-        return obj
-
-    def advance(self, seen: dict | None, nxt: int) -> None:
-        """Move to ``nxt`` if the cursor is still as read; otherwise leave the other writer's value."""
-        epoch = int(((seen or {}).get("data") or {}).get("epoch", "0"))
-        try:
-            if seen is None:
-                self.store.create(self._object(nxt, epoch, None))
-            else:
-                self.store.update(self._object(nxt, epoch, meta.deepcopy(seen)))
-        except (Conflict, AlreadyExists, NotFound):
-            pass
-
-    def lower(self, idx: int) -> None:
-        def attempt():
-            cur, obj = self.read()
-            epoch = int(((obj or {}).get("data") or {}).get("epoch", "0")) + 1
-            if obj is None:
-                return
-            self.store.update(self._object(min(cur, idx), epoch, meta.deepcopy(obj)))
-
-        _retry(attempt)
 
 
 # -- the manager --------------------------------------------------------------------
@@ -395,19 +336,23 @@ class IPAM:
                     if address is not None:
                         return address, None
             raise AllocationFailed(EXHAUSTED, obj=meta.ref(claim))
-        cursor = _Cursor(self.store, pool, ranges)
-        for attempt in range(2):
-            first, seen = cursor.read()
-            if attempt:
-                first = 0  # the cursor is a hint: before saying "exhausted", look at every address once
-            for idx, ip, r in ranges.iterate(first):
-                if ip in reserved:
-                    continue
+        cursor = Cursor(self.store, pool, ranges)
+        state, seen = cursor.read()
+        skipped = []  # stale entries of the free list, found taken
+        for idx, ip, r in cursor.candidates(state):
+            if ip not in reserved:
                 address = self._probe(pool, claim, ip, r)
                 if address is not None:
-                    return address, (lambda i=idx, s=seen: cursor.advance(s, i + 1))
-            if first == 0:
-                break
+                    return address, (lambda i=idx, sk=skipped: cursor.taken(state, seen, i, sk))
+            if idx < state["high"]:
+                skipped.append(idx)
+        # The cursor is a hint: before saying "exhausted", look at every address once.
+        if state["high"] or state["free"]:
+            for _idx, ip, r in ranges.iterate(0):
+                if ip not in reserved:
+                    address = self._probe(pool, claim, ip, r)
+                    if address is not None:
+                        return address, None
         raise AllocationFailed(EXHAUSTED, obj=meta.ref(claim))
 
     def _probe(self, pool, claim, ip, r):
@@ -475,10 +420,12 @@ class IPAM:
         ns = meta.namespace(pool)
         reserved = {ipaddr.normalize(v) for v in (spec.get("preAllocations") or {}).values()}
         candidates = [ipaddr.normalize(pre or requested)] if (pre or requested) else None
-        first = 0 if spec.get("allocationStrategy") == "random" else _Cursor(self.store, pool, ranges).read()[0]
-        for _idx, ip, r in (
-            [(0, c, (ranges.locate(c) or (0, None))[1]) for c in candidates] if candidates else ranges.iterate(first)
-        ):
+        if spec.get("allocationStrategy") == "random":
+            order = ranges.iterate(0)
+        else:
+            cursor = Cursor(self.store, pool, ranges)
+            order = cursor.candidates(cursor.read()[0])
+        for _idx, ip, r in [(0, c, (ranges.locate(c) or (0, None))[1]) for c in candidates] if candidates else order:
             if r is None or (candidates is None and ip in reserved):
                 continue
             try:
@@ -516,7 +463,7 @@ class IPAM:
             ranges = ipaddr.Ranges(pool["spec"])
             found = ranges.locate(address["spec"]["address"])
             if found is not None:
-                _Cursor(self.store, pool, ranges).lower(found[0])
+                Cursor(self.store, pool, ranges).released(found[0])
 
     def release(self, claim: dict) -> bool:
         """Free the claim's address and drop IPAM's finalizer (upstream deleteAddress).  True if changed."""
