@@ -57,7 +57,8 @@ def _update(store, kind, name, ns, change, status=False):
 
 def secret_payload(secret: dict, key: str):
     raw = (secret.get("data") or {}).get(key)
-    return yaml.safe_load(base64.b64decode(raw).decode()) if raw else None
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(base64.b64decode(raw).decode(), Loader=loader) if raw else None  # noqa: S506 (a safe loader)
 
 
 class DataManager:
@@ -199,19 +200,22 @@ class DataManager:
             self._set_data_status(data, False, msg)
             raise AllocationFailed(msg, obj=meta.ref(data), field="status.errorMessage") from exc
         ctx = render.RenderContext(template, data, m3m, machine, bmh, answers)
+        written = {}
         for key, secret_name in wanted.items():
             if existing[key] is None:
                 payload = render.render_meta_data(ctx) if key == "metaData" else render.render_network_data(ctx)
-                existing[key] = self._create_secret(secret_name, ns, key, payload, data, machine)
+                existing[key], created = self._create_secret(secret_name, ns, key, payload, data, machine)
+                if created:
+                    written[key] = payload
         data = _update(self.store, "Metal3Data", meta.name(data), ns, lambda d: self._set_refs(d, wanted))
         data = self._set_data_status(data, True, None)
         result["changed"] = True
-        return self._result(result, claim, data, existing, answers)
+        return self._result(result, claim, data, existing, answers, written)
 
-    def _result(self, result, claim, data, secrets, answers) -> dict:
+    def _result(self, result, claim, data, secrets, answers, written=None) -> dict:
         result.update(claim=claim, data=meta.name(data), index=data["spec"]["index"], addresses=answers)
         for key, secret in secrets.items():
-            result[key] = secret_payload(secret, key)
+            result[key] = (written or {}).get(key) or secret_payload(secret, key)
         return result
 
     def _data_of(self, claim: dict | None) -> dict | None:
@@ -259,9 +263,9 @@ class DataManager:
         secret["metadata"]["ownerReferences"] = [meta.owner_reference(data, controller=True)]
         secret["stringData"] = {key: render.to_yaml(payload)}
         try:
-            return self.store.create(secret)
+            return self.store.create(secret), True
         except AlreadyExists:
-            return self.store.get("Secret", name, ns)  # CAPM3: never rewritten once it exists
+            return self.store.get("Secret", name, ns), False  # CAPM3: never rewritten once it exists
 
     # -- claim and index ------------------------------------------------------------------------
 
