@@ -92,3 +92,14 @@ def test_mask_only_touches_secrets():
         {"kind": "ConfigMap", "data": {"a": "x"}},
     ]
     assert objs[0]["data"] == {"a": "eA=="}
+
+
+def test_k8s_auth_variables_do_not_break_the_sqlite_store(monkeypatch, capsys, tmp_path):
+    from ansible_collections.baremetal.capi.plugins.modules import object as obj_module
+
+    monkeypatch.setenv("K8S_AUTH_HOST", "https://127.0.0.1:1")
+    monkeypatch.setenv("K8S_AUTH_API_KEY", "a-token-value")
+    args = {"store": {"path": str(tmp_path / "s.db")}, "kind": "ConfigMap", "name": "c"}
+    with patch_module_args(args):
+        result = finish(capsys, obj_module.main)
+    assert result["changed"] is True and result["object"]["metadata"]["namespace"] == "default"

@@ -1,4 +1,4 @@
-"""baremetal.capi.object against a real sqlite store."""
+"""baremetal.capi.object against a real store (sqlite, and the lab's kube-apiserver)."""
 
 from __future__ import annotations
 
@@ -7,110 +7,108 @@ import threading
 import time
 
 from ansible_collections.baremetal.capi.plugins.module_utils.module import MASK
-from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
+from ansible_collections.baremetal.capi.plugins.module_utils.store.base import open_store
 from ansible_collections.baremetal.capi.plugins.modules import object as obj_module
 
+# No namespace: the module puts it in store.namespace, the test's own (fixture ns).
 CLUSTER = dict(
     kind="Cluster",
     name="prod",
-    namespace="metal3",
     labels={"team": "a", "tier": "gold"},
     spec={"paused": False, "clusterNetwork": {"pods": {"cidrBlocks": ["10.0.0.0/16"]}}},
 )
+PROD = dict(kind="Cluster", name="prod")
 
 
-def test_create_then_rerun_is_idempotent(run, store):
+def test_create_then_rerun_is_idempotent(run, store, ns):
     first = run(obj_module, CLUSTER)
     assert first["changed"] is True and first["method"] == "create"
-    stored = store.get("Cluster", "prod", "metal3")
+    stored = store.get("Cluster", "prod", ns)
     assert stored["spec"] == CLUSTER["spec"]
     assert stored["metadata"]["labels"] == {"team": "a", "tier": "gold"}
     assert first["object"]["metadata"]["uid"] == stored["metadata"]["uid"]
 
     again = run(obj_module, CLUSTER)
     assert again["changed"] is False and again["method"] is None
-    rv = store.get("Cluster", "prod", "metal3")["metadata"]["resourceVersion"]
+    rv = store.get("Cluster", "prod", ns)["metadata"]["resourceVersion"]
     assert rv == stored["metadata"]["resourceVersion"]
 
 
-def test_patch_merges_and_null_removes(run, store):
+def test_patch_merges_and_null_removes(run, store, ns):
     run(obj_module, CLUSTER)
-    result = run(
-        obj_module,
-        dict(
-            kind="Cluster",
-            name="prod",
-            namespace="metal3",
-            labels={"tier": None, "env": "prod"},
-            spec={"clusterNetwork": {"services": {"cidrBlocks": ["10.1.0.0/16"]}}},
-        ),
+    patch = dict(
+        PROD,
+        labels={"tier": None, "env": "prod"},
+        spec={"clusterNetwork": {"services": {"cidrBlocks": ["10.1.0.0/16"]}}},
     )
+    result = run(obj_module, patch)
     assert result["changed"] is True and result["method"] == "update"
-    stored = store.get("Cluster", "prod", "metal3")
+    stored = store.get("Cluster", "prod", ns)
     assert stored["metadata"]["labels"] == {"team": "a", "env": "prod"}
     assert stored["spec"] == {
         "paused": False,
         "clusterNetwork": {"pods": {"cidrBlocks": ["10.0.0.0/16"]}, "services": {"cidrBlocks": ["10.1.0.0/16"]}},
     }
     assert stored["metadata"]["generation"] == 2
+    assert run(obj_module, patch)["changed"] is False
 
 
-def test_force_replaces(run, store):
+def test_force_replaces(run, store, ns):
     run(obj_module, CLUSTER)
-    result = run(obj_module, dict(kind="Cluster", name="prod", namespace="metal3", spec={"paused": True}, force=True))
+    result = run(obj_module, dict(PROD, spec={"paused": True}, force=True))
     assert result["changed"] is True
-    stored = store.get("Cluster", "prod", "metal3")
+    stored = store.get("Cluster", "prod", ns)
     assert stored["spec"] == {"paused": True}
-    assert "labels" not in stored["metadata"]
+    assert not stored["metadata"].get("labels")
 
 
-def test_definition_read_back_writes_nothing(run, store):
+def test_definition_read_back_writes_nothing(run):
     created = run(obj_module, CLUSTER)["object"]
     # What object_info returns can be fed back unchanged: server-owned metadata is ignored.
     result = run(obj_module, dict(definition=created))
     assert result["changed"] is False
 
 
-def test_check_mode_writes_nothing(run, store):
+def test_check_mode_writes_nothing(run, store, ns):
     result = run(obj_module, CLUSTER, check=True)
     assert result["changed"] is True and result["method"] == "create"
     assert result["object"]["spec"] == CLUSTER["spec"]
-    assert store.list("Cluster") == []
+    assert store.list("Cluster", ns) == []
 
     run(obj_module, CLUSTER)
-    rv = store.get("Cluster", "prod", "metal3")["metadata"]["resourceVersion"]
-    result = run(obj_module, dict(kind="Cluster", name="prod", namespace="metal3", spec={"paused": True}), check=True)
+    rv = store.get("Cluster", "prod", ns)["metadata"]["resourceVersion"]
+    result = run(obj_module, dict(PROD, spec={"paused": True}), check=True)
     assert result["changed"] is True and result["object"]["spec"]["paused"] is True
-    stored = store.get("Cluster", "prod", "metal3")
+    stored = store.get("Cluster", "prod", ns)
     assert stored["spec"]["paused"] is False and stored["metadata"]["resourceVersion"] == rv
 
     unchanged = run(obj_module, CLUSTER, check=True)
     assert unchanged["changed"] is False
 
 
-def test_diff_only_when_asked(run, store):
+def test_diff_only_when_asked(run):
     created = run(obj_module, CLUSTER, diff=True)
     assert created["diff"]["before"] == {} and created["diff"]["after"]["spec"] == CLUSTER["spec"]
-    patched = run(obj_module, dict(kind="Cluster", name="prod", namespace="metal3", spec={"paused": True}), diff=True)
+    patched = run(obj_module, dict(PROD, spec={"paused": True}), diff=True)
     assert patched["diff"]["before"]["spec"]["paused"] is False
     assert patched["diff"]["after"]["spec"]["paused"] is True
-    plain = run(obj_module, dict(kind="Cluster", name="prod", namespace="metal3", spec={"paused": False}))
+    plain = run(obj_module, dict(PROD, spec={"paused": False}))
     assert "diff" not in plain
 
 
-def test_secret_values_never_printed(run, store):
+def test_secret_values_never_printed(run, store, ns):
     secret = dict(
         definition=dict(
             apiVersion="v1",
             kind="Secret",
-            metadata=dict(name="bmc", namespace="metal3"),
+            metadata=dict(name="bmc", namespace=ns),
             type="Opaque",
             stringData=dict(username="admin-user", password="s3cr3t-passw0rd"),
         )
     )
     result = run(obj_module, secret, diff=True)
     assert result["changed"] is True
-    stored = store.get("Secret", "bmc", "metal3")
+    stored = store.get("Secret", "bmc", ns)
     assert base64.b64decode(stored["data"]["password"]).decode() == "s3cr3t-passw0rd"
     assert result["object"]["data"] == {"username": MASK, "password": MASK}
     assert result["diff"]["after"]["data"] == {"username": MASK, "password": MASK}
@@ -124,71 +122,70 @@ def test_secret_values_never_printed(run, store):
     rotated = dict(definition=dict(secret["definition"], stringData=dict(password="n3w-passw0rd")))
     result = run(obj_module, rotated)
     assert result["changed"] is True
-    data = store.get("Secret", "bmc", "metal3")["data"]
+    data = store.get("Secret", "bmc", ns)["data"]
     assert base64.b64decode(data["password"]).decode() == "n3w-passw0rd"
     assert base64.b64decode(data["username"]).decode() == "admin-user"
     assert "n3w-passw0rd" not in result["_stdout"]
 
 
-def test_secret_by_kind_option_never_printed(run, store):
+def test_secret_by_kind_option_never_printed(run, store, ns):
     args = dict(kind="Secret", name="kubeconfig", definition=dict(stringData=dict(value="apiVersion: v1 token=xyz123")))
     result = run(obj_module, args, diff=True)
     assert result["changed"] is True and "token=xyz123" not in result["_stdout"]
     assert result["object"]["data"] == {"value": MASK}
-    data = store.get("Secret", "kubeconfig", "default")["data"]
+    data = store.get("Secret", "kubeconfig", ns)["data"]
     assert base64.b64decode(data["value"]) == b"apiVersion: v1 token=xyz123"
 
 
-def test_status_goes_through_the_status_subresource(run, store):
-    args = dict(kind="Metal3Cluster", name="prod", namespace="metal3", spec={"controlPlaneEndpoint": {"host": "a"}})
+def test_status_goes_through_the_status_subresource(run, store, ns):
+    args = dict(kind="Metal3Cluster", name="prod", spec={"controlPlaneEndpoint": {"host": "10.0.0.1", "port": 6443}})
     run(obj_module, args)
     result = run(obj_module, dict(args, status={"ready": True}))
     assert result["changed"] is True
-    stored = store.get("Metal3Cluster", "prod", "metal3")
+    stored = store.get("Metal3Cluster", "prod", ns)
     assert stored["status"] == {"ready": True}
     assert stored["metadata"]["generation"] == 1
     assert run(obj_module, dict(args, status={"ready": True}))["changed"] is False
     # Created with a status: the store drops it on create, the module writes it after.
     created = run(obj_module, dict(args, name="other", status={"ready": False}))
     assert created["object"]["status"] == {"ready": False}
-    assert store.get("Metal3Cluster", "other", "metal3")["status"] == {"ready": False}
+    assert store.get("Metal3Cluster", "other", ns)["status"] == {"ready": False}
 
 
-def test_absent_deletes_and_is_idempotent(run, store):
+def test_absent_deletes_and_is_idempotent(run, store, ns):
     run(obj_module, CLUSTER)
-    check = run(obj_module, dict(kind="Cluster", name="prod", namespace="metal3", state="absent"), check=True)
+    check = run(obj_module, dict(PROD, state="absent"), check=True)
     assert check["changed"] is True
-    assert store.get("Cluster", "prod", "metal3")
-    result = run(obj_module, dict(kind="Cluster", name="prod", namespace="metal3", state="absent"), diff=True)
+    assert store.get("Cluster", "prod", ns)
+    result = run(obj_module, dict(PROD, state="absent"), diff=True)
     assert result["changed"] is True and result["object"] is None and result["method"] == "delete"
     assert result["diff"]["before"]["metadata"]["name"] == "prod" and result["diff"]["after"] == {}
-    assert store.list("Cluster", "metal3") == []
-    again = run(obj_module, dict(kind="Cluster", name="prod", namespace="metal3", state="absent"))
+    assert store.list("Cluster", ns) == []
+    again = run(obj_module, dict(PROD, state="absent"))
     assert again["changed"] is False
 
 
-def test_absent_with_finalizer_times_out_naming_it(run, store):
+def test_absent_with_finalizer_times_out_naming_it(run, store, ns):
     run(obj_module, dict(CLUSTER, definition={"metadata": {"finalizers": ["cluster.cluster.x-k8s.io"]}}))
-    result = run(
-        obj_module,
-        dict(kind="Cluster", name="prod", namespace="metal3", state="absent", wait=True, wait_timeout=1, wait_sleep=1),
-    )
+    result = run(obj_module, dict(PROD, state="absent", wait=True, wait_timeout=1, wait_sleep=1))
     assert result["failed"] is True
-    assert "cluster.cluster.x-k8s.io" in result["msg"] and "Cluster metal3/prod" in result["msg"]
-    assert store.get("Cluster", "prod", "metal3")["metadata"]["deletionTimestamp"]
+    assert "cluster.cluster.x-k8s.io" in result["msg"] and f"Cluster {ns}/prod" in result["msg"]
+    assert store.get("Cluster", "prod", ns)["metadata"]["deletionTimestamp"]
     # Already being deleted: nothing more to do.
-    assert run(obj_module, dict(kind="Cluster", name="prod", namespace="metal3", state="absent"))["changed"] is False
+    assert run(obj_module, dict(PROD, state="absent"))["changed"] is False
+    # Let it go, so the namespace can be removed.
+    run(obj_module, dict(PROD, definition={"metadata": {"finalizers": None}}))
 
 
-def test_absent_waits_until_finalizer_removed(run, store):
+def test_absent_waits_until_finalizer_removed(run, store, store_spec, ns):
     run(obj_module, dict(CLUSTER, definition={"metadata": {"finalizers": ["cluster.cluster.x-k8s.io"]}}))
 
     def controller():
-        # Another process plays the controller that removes its finalizer once it sees the deletion.
-        other = SqliteStore(store.path)
+        # Another client plays the controller that removes its finalizer once it sees the deletion.
+        other = open_store(store_spec)
         try:
-            for _poll in range(600):
-                obj = other.get("Cluster", "prod", "metal3")
+            for _poll in range(1200):
+                obj = other.get("Cluster", "prod", ns)
                 if obj["metadata"].get("deletionTimestamp"):
                     obj["metadata"]["finalizers"] = []
                     other.update(obj)
@@ -199,48 +196,40 @@ def test_absent_waits_until_finalizer_removed(run, store):
 
     thread = threading.Thread(target=controller)
     thread.start()
-    result = run(
-        obj_module,
-        dict(kind="Cluster", name="prod", namespace="metal3", state="absent", wait=True, wait_timeout=60, wait_sleep=1),
-    )
+    result = run(obj_module, dict(PROD, state="absent", wait=True, wait_timeout=60, wait_sleep=1))
     thread.join()
     assert result["changed"] is True and result["object"] is None
-    assert store.list("Cluster") == []
+    assert store.list("Cluster", ns) == []
 
 
-def test_stale_resource_version_fails(run, store):
+def test_stale_resource_version_fails(run, store, ns):
     created = run(obj_module, CLUSTER)["object"]
-    run(obj_module, dict(kind="Cluster", name="prod", namespace="metal3", spec={"paused": True}))
+    run(obj_module, dict(PROD, spec={"paused": True}))
     result = run(obj_module, dict(definition=dict(created, spec={"paused": False})))
     assert result["failed"] is True and result["error"] == "Conflict"
-    assert store.get("Cluster", "prod", "metal3")["spec"]["paused"] is True
+    assert store.get("Cluster", "prod", ns)["spec"]["paused"] is True
 
 
-def test_bad_input_fails_before_writing(run, store):
+def test_bad_input_fails_before_writing(run, store, ns):
     unknown = run(obj_module, dict(kind="Klaster", name="x"))
     assert unknown["failed"] and "Klaster" in unknown["msg"] and unknown["error"] == "UnknownKind"
     no_name = run(obj_module, dict(kind="Cluster"))
     assert no_name["failed"] and "name is required" in no_name["msg"]
     bad_label = run(obj_module, dict(kind="Cluster", name="x", labels={"bad key!": "v"}))
-    assert bad_label["failed"] and "metadata.labels" in bad_label["msg"] and "Cluster default/x" in bad_label["msg"]
+    assert bad_label["failed"] and "metadata.labels" in bad_label["msg"] and f"Cluster {ns}/x" in bad_label["msg"]
     ambiguous = run(obj_module, dict(kind="IPAddress", name="x"))
     assert ambiguous["failed"] and "ambiguous" in ambiguous["msg"]
-    cluster_scoped = run(obj_module, dict(kind="Node", name="n", namespace="metal3"))
+    cluster_scoped = run(obj_module, dict(kind="Node", name="n", namespace=ns))
     assert cluster_scoped["failed"] and "cluster-scoped" in cluster_scoped["msg"]
-    assert store.list("Cluster") == [] and store.list("Node") == []
+    assert store.list("Cluster", ns) == []
 
 
-def test_qualified_kinds_and_default_namespace(run, store):
+def test_qualified_kinds_and_store_namespace(run, store, ns, ns2):
     a = run(obj_module, dict(kind="IPAddress", api_version="ipam.metal3.io/v1alpha1", name="a", spec={"address": "x"}))
-    b = run(obj_module, dict(kind="IPAddress.ipam.cluster.x-k8s.io", name="a", spec={"address": "y"}))
-    assert a["object"]["apiVersion"] == "ipam.metal3.io/v1alpha1" and a["object"]["metadata"]["namespace"] == "default"
+    b = run(obj_module, dict(kind="IPAddress.ipam.cluster.x-k8s.io", name="a", spec={"address": "10.0.0.1"}))
+    assert a["object"]["apiVersion"] == "ipam.metal3.io/v1alpha1" and a["object"]["metadata"]["namespace"] == ns
     assert b["object"]["apiVersion"] == "ipam.cluster.x-k8s.io/v1beta2"
-    c = run(obj_module, dict(kind="ConfigMap", name="c", store={"path": store.path, "namespace": "team-a"}))
-    assert c["object"]["metadata"]["namespace"] == "team-a"
-    assert store.get("ConfigMap", "c", "team-a")
-
-
-def test_k8s_auth_variables_do_not_break_sqlite(run, store, monkeypatch):
-    monkeypatch.setenv("K8S_AUTH_HOST", "https://127.0.0.1:1")
-    monkeypatch.setenv("K8S_AUTH_API_KEY", "a-token-value")
-    assert run(obj_module, CLUSTER)["changed"] is True
+    assert store.get("IPAddress.ipam.metal3.io", "a", ns)["spec"] == {"address": "x"}
+    c = run(obj_module, dict(kind="ConfigMap", name="c", namespace=ns2))
+    assert c["object"]["metadata"]["namespace"] == ns2
+    assert store.get("ConfigMap", "c", ns2)
