@@ -20,7 +20,7 @@ description:
     has been released; with O(wait=true) the task itself keeps retrying.
   - O(state=absent) deletes the claim and releases its address (once no other finalizer holds the claim).
 author:
-  - baremetal.capi contributors
+  - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
   - baremetal.capi.attributes

@@ -18,7 +18,7 @@ description:
   - A pool with addresses allocated is not deleted; the task fails naming the claims (upstream keeps such a pool
     waiting).
 author:
-  - baremetal.capi contributors
+  - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
   - baremetal.capi.attributes

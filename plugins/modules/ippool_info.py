@@ -13,7 +13,7 @@ description:
     IPAM) naming the pool - the pool's capacity and how many addresses are still free (pre-allocated addresses
     count as taken).
 author:
-  - baremetal.capi contributors
+  - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
   - baremetal.capi.attributes.info_module

@@ -20,11 +20,11 @@ description:
   - Secrets that exist are never rewritten, so a host is re-provisioned in exactly the same state.
   - Everything is checked before the first write - unknown pool, bad MAC address, bond parameter colliding with a
     key, missing host interface - and the task fails naming the object and the field.
-  - When a pool is exhausted the Metal3Data gets C(IP Allocation for <pool> failed : Exhausted IP Pools) and the
-    task fails; running it again (or O(wait=true)) succeeds once an address is free.
+  - "When a pool is exhausted the Metal3Data gets C(IP Allocation for <pool> failed : Exhausted IP Pools) and the
+    task fails; running it again (or O(wait=true)) succeeds once an address is free."
   - O(state=absent) releases the addresses, the index and the Metal3Data; the Secrets go with the Metal3Data.
 author:
-  - baremetal.capi contributors
+  - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
   - baremetal.capi.attributes

@@ -20,7 +20,7 @@ description:
     the field; make a new template instead. Re-applying the same template changes nothing.
   - A template still used by a Metal3Data is not deleted; the task fails naming the users.
 author:
-  - baremetal.capi contributors
+  - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
   - baremetal.capi.attributes
