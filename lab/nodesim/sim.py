@@ -74,14 +74,13 @@ class Simulator:
     def set_kubelet(self, node: str, running: bool, cluster: str | None = None) -> list[str]:
         """Stop or start the kubelet of Node ``node`` (in the cluster named or at the endpoint given)."""
         with self.lock:
+            # from the snapshot: the reconcile thread changes the live state without this lock
+            snap = self.snapshot
             keys = [
                 k
-                for k, n in self.state["nodes"].items()
+                for k, n in snap.get("nodes", {}).items()
                 if n["name"] == node
-                and (
-                    cluster is None
-                    or cluster in (n["endpoint"], self.state["clusters"].get(n["endpoint"], {}).get("name"))
-                )
+                and (cluster is None or cluster in (n["endpoint"], snap["clusters"].get(n["endpoint"], {}).get("name")))
             ]
             stopped = set(self.state["kubelet_stopped"])
             stopped = stopped - set(keys) if running else stopped | set(keys)
@@ -124,7 +123,11 @@ class Simulator:
                 entry = {"instance": host.instance, "name": host.name, "phase": "pending", "first_try": None}
                 self.state["hosts"][key] = entry
             if entry is not None and entry["phase"] == "pending" and host.up and entry["instance"] == host.instance:
-                self._bootstrap(host, entry, now)
+                try:
+                    self._bootstrap(host, entry, now)
+                except Exception as exc:  # noqa: BLE001 - one odd host must not stall every other one
+                    LOG.exception("%s: bootstrap", key)
+                    entry["error"] = f"{type(exc).__name__}: {exc}"
         for key in [k for k in self.state["hosts"] if self._answered(k) and k not in hosts]:
             del self.state["hosts"][key]  # the host itself is gone (Ironic node deleted, MAAS machine removed)
         self._clusters(hosts)
@@ -246,7 +249,13 @@ class Simulator:
         for endpoint, cluster in list(self.state["clusters"].items()):
             members = [self._member_state(hosts, p) for p in cluster["members"]]
             if members and all(s == "gone" for s in members):
-                LOG.info("cluster %s: no host left; its API server and data go", endpoint)
+                seen = {k: (hosts[k].instance if k in hosts else None) for k, _ in cluster["members"]}
+                LOG.info(
+                    "cluster %s: no host left (%s, now %s); its API server and data go",
+                    endpoint,
+                    cluster["members"],
+                    seen,
+                )
                 clusters.stop(self.cfg, endpoint, purge=True)
                 self._forget_cluster(endpoint)
                 continue
@@ -255,7 +264,7 @@ class Simulator:
             if want and not clusters.running(self.cfg, endpoint):
                 try:
                     clusters.start(self.cfg, cluster)
-                except (process.LabError, OSError, RuntimeError) as exc:
+                except Exception as exc:  # noqa: BLE001 - retried next round
                     LOG.warning("cluster %s: API server: %s", endpoint, exc)
             elif not want and clusters.running(self.cfg, endpoint):
                 LOG.info("cluster %s: no control-plane host up; its API server stops", endpoint)
@@ -285,7 +294,7 @@ class Simulator:
                     kubelet.mark_unknown(api, node["name"], now)
                     node["unknown"] = True
                     LOG.info("Node %s: no heartbeat for %.0fs: Ready=Unknown", key, now - node["last_renew"])
-            except (ApiError, OSError) as exc:
+            except Exception as exc:  # noqa: BLE001 - an API server restarting, a Node deleted meanwhile
                 LOG.warning("Node %s: %s", key, exc)
             if node["unknown"] and self._member_state(hosts, [node["host"], node["instance"]]) == "gone":
                 # that kubelet is gone for good; the Node stays (the collection deletes it, as Cluster API does)

@@ -7,9 +7,14 @@ import secrets
 import time
 
 import pytest
+import urllib3
+from kubernetes.client.exceptions import ApiException
 
 from lab import process
 from lab.nodesim import client as nodesim
+
+# What the kubernetes client raises while a workload API server is not (yet, or any more) serving.
+UNREACHABLE = (ApiException, urllib3.exceptions.HTTPError, OSError)
 
 # How long to wait for the lab to act before calling it broken (not a timing assertion).
 PATIENCE = 240.0

@@ -7,13 +7,12 @@ import ssl
 
 from cryptography import x509
 from kubernetes import client as k
-from kubernetes.client.exceptions import ApiException
 
 from lab.nodesim import client as nodesim
 from lab.nodesim import clusters
 
 from . import cabpk
-from .conftest import eventually, ready_status, workload_client
+from .conftest import UNREACHABLE, eventually, ready_status, workload_client
 
 
 def _meta(namespace: str, host: str, machine: str) -> dict:
@@ -52,7 +51,7 @@ def _api_answers(kubeconfig: str, tmp_path):
 def _nodes(core) -> dict:
     try:
         return {n.metadata.name: n for n in core.list_node().items}
-    except (ApiException, OSError):
+    except UNREACHABLE:
         return {}
 
 
@@ -82,7 +81,7 @@ def test_init_two_joins_ready_nodes_and_power_off(nodesim_lab, ironic, fake_node
     def cluster_info():
         try:
             return core.read_namespaced_config_map("cluster-info", "kube-public")
-        except ApiException:
+        except UNREACHABLE:
             return None
 
     # the API serves before kubeadm init's upload phase is through

@@ -11,12 +11,11 @@ from urllib.parse import quote
 import pytest
 import requests
 from kubernetes import client as k
-from kubernetes.client.exceptions import ApiException
 
 from lab.nodesim import clusters
 
 from . import cabpk
-from .conftest import eventually, ready_status, workload_client
+from .conftest import UNREACHABLE, eventually, ready_status, workload_client
 
 FAST = {"deploy": 0.5, "release": 0.3, "erase": 0.3, "commission": 0.3, "power": 0.2}
 
@@ -88,7 +87,7 @@ def test_maas_machines_init_join_power_off_release(nodesim_lab, maas, endpoint, 
     def node(name):
         try:
             return core.read_node(name)
-        except (ApiException, OSError):
+        except UNREACHABLE:
             return None
 
     eventually(lambda: node(cp["hostname"]), "the init machine's Node")
