@@ -35,8 +35,10 @@ What ansible-test sanity demands of this collection (each seen failing here):
   test runs with ansible-core and the standard library only;
 * YAML files hold one document each (yamllint's multiple-yaml-documents);
 * modules import after DOCUMENTATION/EXAMPLES/RETURN; every module is in
-  meta/runtime.yml's action_groups and has its (only) license ignore line in
-  tests/sanity/ignore-*.txt - tests/unit/modules/test_runtime_meta.py checks both.
+  meta/runtime.yml's action_groups and carries the two license lines (Apache-2.0,
+  and that it is compatible with GPLv3, which validate-modules' GPLv3 header check
+  reads), so tests/sanity/ignore-*.txt stay empty -
+  tests/unit/modules/test_runtime_meta.py checks all of it.
 
 Sanity on some files only: ``python tests/run_sanity.py --sanity plugins/modules/x.py``.
 """
