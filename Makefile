@@ -5,7 +5,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST := $(PY) -m pytest
-# Stores the contract suite runs against.
+# Stores the store-contract and module suites run against in `make unit`;
+# `make integration` runs them again against the lab's real kube-apiserver.
 export BMCAPI_STORES ?= sqlite
 
 .PHONY: help venv test lint sanity unit integration demo lab-up lab-down lab-status lab-reset bench clean
@@ -28,16 +29,20 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 test: venv lint sanity unit integration
 
 lint: venv
-	$(VENV)/bin/ruff check plugins lab tests
-	$(VENV)/bin/ruff format --check plugins lab tests
+	$(VENV)/bin/ruff check plugins lab tests bench
+	$(VENV)/bin/ruff format --check plugins lab tests bench
+	$(PY) tests/run_sanity.py --lint
+	$(VENV)/bin/antsibull-changelog lint
 
 sanity: venv
+	$(PY) tests/run_sanity.py --sanity
 
 unit: venv
 	$(PYTEST) -p no:cacheprovider tests/unit -q -rs --durations=15
 
 integration: venv
-	$(PYTEST) -p no:cacheprovider tests/integration -q -rs --durations=15
+	BMCAPI_STORES=kubernetes $(PYTEST) -p no:cacheprovider tests/unit/store tests/unit/modules -q -rs
+	$(PYTEST) -p no:cacheprovider tests/integration -q -rs --durations=25
 
 lab-up: venv
 	$(PY) -m lab up
