@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# The Apache License 2.0 is compatible with the GNU General Public License version 3 (GPLv3).
 
 from __future__ import annotations
 
@@ -102,6 +103,10 @@ index:
   returned: when present
   type: int
   sample: 3
+diff:
+  description: With C(--diff), the metaData and networkData before (V(null) without a Secret) and after the task.
+  returned: when diff mode is on
+  type: dict
 secrets:
   description: The Secret names by key (C(metaData), C(networkData)).
   returned: when present
@@ -111,8 +116,13 @@ secrets:
 
 import time  # noqa: E402
 
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Requeue  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.metal3.data import DataManager  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound, Requeue  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.metal3.data import (  # noqa: E402
+    METADATA_SUFFIX,
+    NETWORKDATA_SUFFIX,
+    DataManager,
+    secret_payload,
+)
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam import AllocationFailed  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
 
@@ -136,6 +146,12 @@ def main():
         if p["state"] == "absent":
             result = manager.delete(p["metal3machine"], ns, check=module.check_mode)
             module.exit(result.pop("changed"), **result)
+        before = {}
+        for key, suffix in (("metaData", METADATA_SUFFIX), ("networkData", NETWORKDATA_SUFFIX)):
+            try:
+                before[key] = secret_payload(module.store.get("Secret", p["metal3machine"] + suffix, ns), key)
+            except NotFound:
+                before[key] = None
         deadline = time.monotonic() + p["wait_timeout"]
         while True:
             try:
@@ -146,9 +162,10 @@ def main():
                     raise
                 time.sleep(p["wait_sleep"])
         result.pop("claim", None)
+        after = {"metaData": result["metaData"], "networkData": result["networkData"]}
         result["meta_data"] = result.pop("metaData")
         result["network_data"] = result.pop("networkData")
-        module.exit(result.pop("changed"), **result)
+        module.exit(result.pop("changed"), before=before, after=after, **result)
 
 
 if __name__ == "__main__":

@@ -110,7 +110,9 @@ def test_template_and_data_modules(run, store):
     assert preview["changed"] and preview["meta_data"] == expected_md
     assert preview["network_data"] == example_json("network_data.example.json")
     assert preview["addresses"]["baremetalv6-pool"]["address"] == "2001:db8:0:1::20"
-    done = run(metal3_data, args)
+    done = run(metal3_data, args, diff=True)
+    assert done["diff"]["before"] == {"metaData": None, "networkData": None}
+    assert done["diff"]["after"] == {"metaData": done["meta_data"], "networkData": done["network_data"]}
     assert done["changed"] and done["data"] == "nodepool-1-0" and done["index"] == 0
     assert (done["meta_data"], done["network_data"]) == (preview["meta_data"], preview["network_data"])
     assert done["secrets"] == {
