@@ -189,6 +189,13 @@ def reconcile_control_plane(store, kcp: dict, cluster: dict, *, check: bool = Fa
     ready = sum(1 for m in live if _has_node(m))
     data = {"replicas": replicas, "machines": len(live), "ready": ready}
 
+    for m in deleting:
+        # KCP's pre-terminate hook: upstream moves etcd leadership and removes the etcd member before it lets
+        # the Machine go.  Here the hook is released at once: etcd membership is not managed (docs: known gaps).
+        if KCP_CLEANUP_HOOK in meta.annotations(m) and not check:
+            fresh = store.get("Machine", meta.name(m), ns)
+            del fresh["metadata"]["annotations"][KCP_CLEANUP_HOOK]
+            store.update(fresh)
     if deleting:
         return Step(
             done=False,

@@ -128,6 +128,10 @@ class WorkloadClient:
         self._core = k8s.CoreV1Api(api_client)
         self._version = k8s.VersionApi(api_client)
 
+    def core_v1(self):
+        """The kubernetes CoreV1Api of this workload cluster (bootstrap tokens live in its kube-system)."""
+        return self._core
+
     # -- the error mapping ------------------------------------------------------
 
     def _call(self, what: str, fn, *args, **kwargs):
