@@ -176,6 +176,9 @@ class DataManager:
         existing = {k: _get(self.store, "Secret", n, ns) for k, n in wanted.items()}
         result = {"changed": False, "secrets": wanted, "metaData": None, "networkData": None}
         if data is not None and (data.get("status") or {}).get("ready") and all(existing.values()):
+            if not check and (m3m.get("status") or {}).get("renderedData") != _ref(data):
+                self._m3m_status(m3m, data, wanted)
+                result["changed"] = True
             return self._result(result, claim, data, existing, self._answers(data, pools, pool_objs, peek=False))
         index = (data or {}).get("spec", {}).get("index")
         if index is None:
@@ -209,8 +212,33 @@ class DataManager:
                     written[key] = payload
         data = _update(self.store, "Metal3Data", meta.name(data), ns, lambda d: self._set_refs(d, wanted))
         data = self._set_data_status(data, True, None)
+        self._m3m_status(m3m, data, wanted)
         result["changed"] = True
         return self._result(result, claim, data, existing, answers, written)
+
+    def _m3m_status(self, m3m: dict, data: dict | None, wanted: dict) -> None:
+        """The Metal3Machine side (WaitForM3Metadata / DissociateM3Metadata): renderedData and the Secrets.
+
+        A user's own spec.metaData / spec.networkData (already in status) wins over the rendered ones.
+        """
+        ns = meta.namespace(m3m)
+
+        def change(m):
+            status = m.setdefault("status", {})
+            before = meta.deepcopy(status)
+            for key, secret_name in wanted.items():
+                ours = {"name": secret_name, "namespace": ns}
+                if data is not None and not status.get(key):
+                    status[key] = ours
+                elif data is None and status.get(key) == ours:
+                    status.pop(key)
+            if data is not None:
+                status["renderedData"] = _ref(data)
+            else:
+                status.pop("renderedData", None)
+            return status != before
+
+        _update(self.store, "Metal3Machine", meta.name(m3m), ns, change, status=True)
 
     def _result(self, result, claim, data, secrets, answers, written=None) -> dict:
         result.update(claim=claim, data=meta.name(data), index=data["spec"]["index"], addresses=answers)
@@ -451,6 +479,10 @@ class DataManager:
         result = {"changed": True, "claim": name, "data": meta.name(data) if data else None}
         if check:
             return result
+        m3m = _get(self.store, "Metal3Machine", name, ns)
+        if m3m is not None:
+            secrets = {"metaData": name + METADATA_SUFFIX, "networkData": name + NETWORKDATA_SUFFIX}
+            self._m3m_status(m3m, None, secrets)
         _update(
             self.store, "Metal3DataClaim", name, ns, lambda c: meta.remove_finalizer(c, names.METAL3_MACHINE_FINALIZER)
         )

@@ -123,6 +123,32 @@ class Ranges:
 # -- webhooks -------------------------------------------------------------------------
 
 
+def _cmp_key(ip):
+    # netip.Addr.Compare: IPv4 sorts before IPv6
+    return (ip.version, int(ip))
+
+
+def in_bounds(spec: dict, value) -> bool:
+    """The webhook's isAddressInBonds: start <= ip, ip <= end, ip inside subnet, for some pool entry."""
+    ip = parse(value)
+    if ip is None:
+        return False
+    for entry in spec.get("pools") or []:
+        start, end = parse(entry.get("start")), parse(entry.get("end"))
+        if start is not None and _cmp_key(start) > _cmp_key(ip):
+            continue
+        if end is not None and _cmp_key(end) < _cmp_key(ip):
+            continue
+        if entry.get("subnet"):
+            try:
+                if ip not in ipaddress.ip_network(entry["subnet"], strict=False):
+                    continue
+            except (ValueError, TypeError):
+                continue
+        return True
+    return False
+
+
 def _ip(value, where, field):
     if parse(value) is None:
         raise Invalid(f"invalid IP address: {value!r}", obj=where, field=field)
@@ -177,7 +203,6 @@ def validate_pool(obj: dict, old: dict | None = None, in_use=()) -> None:
                 obj=where,
                 field=field,
             )
-    ranges = Ranges(spec)
     seen = {}
     pre = spec.get("preAllocations") or {}
     if not isinstance(pre, dict):
@@ -189,7 +214,7 @@ def validate_pool(obj: dict, old: dict | None = None, in_use=()) -> None:
         if norm in seen:
             raise Invalid(f"duplicate pre-allocated IP {value} (also for {seen[norm]})", obj=where, field=field)
         seen[norm] = claim
-        if ranges.locate(norm) is None:
+        if not in_bounds(spec, norm):
             raise Invalid(f"{value} is out of bonds of the pools given", obj=where, field=field)
     if old is not None:
         if (old.get("spec") or {}).get("namePrefix") != spec.get("namePrefix"):
@@ -197,7 +222,7 @@ def validate_pool(obj: dict, old: dict | None = None, in_use=()) -> None:
         if ((old.get("spec") or {}).get("allocationStrategy") or "sequential") != strategy:
             raise Invalid("cannot be modified", obj=where, field="spec.allocationStrategy")
         for address in list(in_use) + list(((old.get("status") or {}).get("indexes") or {}).values()):
-            if ranges.locate(address) is None:
+            if not in_bounds(spec, address):
                 raise Invalid(f"{address} is in use but out of bonds of the pools given", obj=where, field="spec.pools")
 
 

@@ -124,6 +124,13 @@ def test_upstream_example_end_to_end(dm, store, example):
         assert ipclaim["metadata"]["ownerReferences"] == [meta.owner_reference(data, controller=True)]
         assert ipclaim["metadata"]["finalizers"] == [names.METAL3_DATA_FINALIZER, names.IPCLAIM_FINALIZER]
 
+    m3m = store.get("Metal3Machine", "test1-workers-7xk2p", NS)
+    assert m3m["status"] == {
+        "renderedData": {"name": "nodepool-1-3", "namespace": NS},
+        "metaData": {"name": "test1-workers-7xk2p-metadata", "namespace": NS},
+        "networkData": {"name": "test1-workers-7xk2p-networkdata", "namespace": NS},
+    }
+
     # converged: nothing moves on the next run
     before = snapshot(store)
     again = dm.reconcile("test1-workers-7xk2p", NS)
@@ -182,6 +189,7 @@ def test_lowest_free_index_and_release(dm, store, example):
     assert not any(meta.name(o).startswith("nodepool-1-1") for k in KINDS for o in store.list(k, NS))
     assert [s["metadata"]["name"] for s in store.list("Secret", NS) if "other-1" in meta.name(s)] == []
     assert dm.delete("other-1", NS) == {"changed": False}
+    assert store.get("Metal3Machine", "other-1", NS).get("status", {}) == {}
     other_machine(store, 9)
     result = dm.reconcile("other-9", NS)
     assert result["index"] == 1 and result["data"] == "nodepool-1-1"
@@ -528,3 +536,17 @@ def test_template_immutable_defaults_and_delete(dm, store, example):
     dm.delete("test1-workers-7xk2p", NS)
     assert dm.delete_template("nodepool-1", NS)
     assert store.list("Metal3DataTemplate", NS) == []
+
+
+def test_users_own_secret_on_the_metal3machine_wins(dm, store, example):
+    m3m = example_machine(store)
+    m3m["status"] = {"metaData": {"name": "my-metadata", "namespace": NS}}
+    store.update_status(m3m)
+    dm.reconcile("test1-workers-7xk2p", NS)
+    status = store.get("Metal3Machine", "test1-workers-7xk2p", NS)["status"]
+    assert status["metaData"] == {"name": "my-metadata", "namespace": NS}
+    assert status["networkData"] == {"name": "test1-workers-7xk2p-networkdata", "namespace": NS}
+    dm.delete("test1-workers-7xk2p", NS)
+    assert store.get("Metal3Machine", "test1-workers-7xk2p", NS)["status"] == {
+        "metaData": {"name": "my-metadata", "namespace": NS}
+    }

@@ -360,3 +360,11 @@ def test_pool_info_and_delete(ipam, store):
     ipam.delete_claim("a", NS)
     assert ipam.delete_pool("p", NS)
     assert store.list("IPPool", NS) == [] and store.list("ConfigMap", NS) == []
+
+
+def test_preallocation_webhook_bounds_are_upstreams(ipam, store):
+    # isAddressInBonds accepts a subnet's network address, which GetIPAddress never renders:
+    # the pool is accepted and the claim fails as upstream's does.
+    ipam.apply_pool(pool(pools=[{"subnet": "10.0.0.0/29"}], preAllocations={"c": "10.0.0.0"}))
+    with pytest.raises(AllocationFailed, match="^IPClaim ipam/c: Pre-allocated IP out of bond$"):
+        ipam.apply_claim(claim("c"))
