@@ -7,6 +7,7 @@ from __future__ import annotations
 from ansible_collections.baremetal.capi.plugins.module_utils import runner
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import state
+from ansible_collections.baremetal.capi.plugins.module_utils.maas.client import MaasAuthError
 from ansible_collections.baremetal.capi.plugins.module_utils.maas.machine import KIND, machine_keys
 
 FIELDS = ("system_id", "hostname", "fqdn", "status_name", "power_state", "ip_addresses", "tag_names", "owner")
@@ -25,13 +26,21 @@ def machines(store, client, ns: str, *, name=None, cluster=None, workers=8) -> l
     keys = machine_keys(store, ns, name, cluster)
     objs = {k: refs.get_or_none(store, KIND, k[1], k[0]) for k in keys}
 
+    refused = []
+
     def one(key):
         obj = objs[key]
         sid = state.system_id_of(((obj or {}).get("spec") or {}).get("providerID"))
-        live = client.read_machine(sid) if sid else None
+        try:
+            live = client.read_machine(sid) if sid else None
+        except MaasAuthError as exc:
+            refused.append(exc)
+            raise
         return runner.Step(done=True, data={"maas": summary(live)})
 
     results = runner.run(keys, one, key=lambda k: f"{k[0]}/{k[1]}", workers=workers, wait=False)
+    if refused:  # the key is wrong for every machine: one clear error, not one per machine
+        raise refused[0]
     out = []
     for key, res in zip(keys, results, strict=True):
         if objs[key] is None:
