@@ -1,0 +1,184 @@
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The MachineHealthCheck rule: which Machines need remediation (capi-core.md §2.5).
+
+A target Machine (matching the selector, with the cluster-name label) is unhealthy when
+
+* it has the annotation ``cluster.x-k8s.io/remediate-machine``            -> HasRemediateAnnotation
+* its Node was deleted (nodeRef set, Node gone)                          -> NodeDeleted
+* it has no Node ``nodeStartupTimeoutSeconds`` after the latest of its creation, the Cluster's
+  InfrastructureReady / ControlPlaneInitialized and its own InfrastructureReady (0 disables) -> NodeStartupTimeout
+* a Node condition of ``unhealthyNodeConditions`` ({type, status, timeoutSeconds}, ORed; by default
+  Ready=False and Ready=Unknown) has held longer than its timeout             -> UnhealthyNode
+
+Machines with ``cluster.x-k8s.io/skip-remediation`` or paused (annotation or Cluster) are skipped, as are
+machines being deleted; workers are not judged while the Cluster says its control plane is not initialized.
+
+Pure over dicts: ``evaluate`` takes the Machine, its Node (or None), its Cluster and the time.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
+from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
+from ansible_collections.baremetal.capi.plugins.module_utils.remediation import common
+
+HAS_REMEDIATE_ANNOTATION = "HasRemediateAnnotation"
+NODE_DELETED = "NodeDeleted"
+NODE_STARTUP_TIMEOUT = "NodeStartupTimeout"
+UNHEALTHY_NODE = "UnhealthyNode"
+CONTROL_PLANE_INITIALIZED = "ControlPlaneInitialized"
+DEFAULT_NODE_STARTUP_TIMEOUT = 600  # the MachineHealthCheck webhook's default
+
+
+def default_conditions(timeout: int) -> list[dict]:
+    return [
+        {"type": "Ready", "status": "False", "timeoutSeconds": timeout},
+        {"type": "Ready", "status": "Unknown", "timeoutSeconds": timeout},
+    ]
+
+
+def _cond_time(obj: dict | None, ctype: str) -> datetime.datetime | None:
+    cond = conditions.get(obj or {}, ctype)
+    if cond is None or cond.get("status") != conditions.TRUE:
+        return None
+    return common.parse_time(cond.get("lastTransitionTime"))
+
+
+def skip_reason(machine: dict, cluster: dict | None) -> str | None:
+    ann = meta.annotations(machine)
+    if common.SKIP_REMEDIATION_ANNOTATION in ann:
+        return "skip-remediation"
+    if refs.is_paused(cluster, machine):
+        return "paused"
+    if meta.is_deleting(machine):
+        return "deleting"
+    if names.CONTROL_PLANE_LABEL not in meta.labels(machine) and cluster is not None:
+        cond = conditions.get(cluster, CONTROL_PLANE_INITIALIZED)
+        if cond is not None and cond.get("status") != conditions.TRUE:
+            return "control plane not initialized"
+    return None
+
+
+def evaluate(
+    machine: dict,
+    node: dict | None,
+    cluster: dict | None,
+    *,
+    now: datetime.datetime,
+    unhealthy_conditions: list[dict],
+    node_startup_timeout: int = DEFAULT_NODE_STARTUP_TIMEOUT,
+) -> dict:
+    """{machine, node, healthy, skipped, reason, message} for one Machine."""
+    out = {"machine": meta.name(machine), "node": None, "healthy": True, "skipped": None, "reason": "", "message": ""}
+    node_ref = ((machine.get("status") or {}).get("nodeRef") or {}).get("name")
+    out["node"] = node_ref
+
+    def bad(reason: str, message: str) -> dict:
+        out.update(healthy=False, reason=reason, message=message)
+        return out
+
+    skipped = skip_reason(machine, cluster)
+    if skipped:
+        out["skipped"] = skipped
+        return out
+    if names.REMEDIATE_MACHINE_ANNOTATION in meta.annotations(machine):
+        return bad(HAS_REMEDIATE_ANNOTATION, f"annotation {names.REMEDIATE_MACHINE_ANNOTATION}")
+    if node_ref and node is None:
+        return bad(NODE_DELETED, f"Node {node_ref} has been deleted")
+    if node is None:
+        if not node_startup_timeout:
+            return out
+        starts = [common.parse_time(machine["metadata"].get("creationTimestamp"))]
+        starts += [_cond_time(cluster, names.INFRASTRUCTURE_READY), _cond_time(cluster, CONTROL_PLANE_INITIALIZED)]
+        starts.append(_cond_time(machine, names.INFRASTRUCTURE_READY))
+        start = max((s for s in starts if s is not None), default=None)
+        if start is not None and now - start > datetime.timedelta(seconds=node_startup_timeout):
+            return bad(NODE_STARTUP_TIMEOUT, f"no Node after {node_startup_timeout}s")
+        return out
+    out["node"] = meta.name(node)
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        for rule in unhealthy_conditions:
+            if cond.get("type") != rule["type"] or cond.get("status") != rule["status"]:
+                continue
+            since = common.parse_time(cond.get("lastTransitionTime"))
+            held = (now - since).total_seconds() if since else None
+            if held is None or held > int(rule.get("timeoutSeconds") or 0):
+                return bad(
+                    UNHEALTHY_NODE,
+                    f"Node {meta.name(node)}: condition {rule['type']}={rule['status']} "
+                    f"for {held:.0f}s (timeout {rule.get('timeoutSeconds') or 0}s)"
+                    if held is not None
+                    else f"Node {meta.name(node)}: condition {rule['type']}={rule['status']}",
+                )
+    return out
+
+
+def check(
+    store,
+    ns: str,
+    *,
+    cluster: str | None = None,
+    selector=None,
+    names_=None,
+    workload=None,
+    workload_kubeconfig=None,
+    now: datetime.datetime | None = None,
+    unhealthy_conditions: list[dict] | None = None,
+    unhealthy_timeout: int = 300,
+    node_startup_timeout: int = DEFAULT_NODE_STARTUP_TIMEOUT,
+) -> list[dict]:
+    """Evaluate the Machines of a namespace (of one cluster, matching ``selector``, or named in ``names_``).
+
+    Each workload cluster's Nodes are listed once.  A workload API that cannot be reached skips its
+    machines (MachineHealthCheck does not judge what it cannot see).
+    """
+    from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
+    from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound, Requeue
+
+    sel = selector
+    if cluster:
+        extra = f"{names.CLUSTER_NAME_LABEL}={cluster}"
+        sel = f"{sel},{extra}" if isinstance(sel, str) and sel else (extra if not sel else sel)
+    machines = [m for m in store.list("Machine", ns, sel) if names.CLUSTER_NAME_LABEL in meta.labels(m)]
+    if cluster and not isinstance(sel, str):
+        machines = [m for m in machines if m["spec"].get("clusterName") == cluster]
+    if names_:
+        machines = [m for m in machines if meta.name(m) in names_]
+    now = now or common.now()
+    rules = unhealthy_conditions or default_conditions(unhealthy_timeout)
+    nodes_of: dict[str, dict | str] = {}
+    out = []
+    for machine in machines:
+        cname = machine["spec"]["clusterName"]
+        cl = refs.get_or_none(store, "Cluster", cname, ns)
+        if cname not in nodes_of:
+            try:
+                client = workload or wl.client_for(store, cname, ns, workload_kubeconfig)
+                nodes_of[cname] = {meta.name(n): n for n in client.list_nodes()}
+            except (NotFound, Requeue) as exc:
+                nodes_of[cname] = f"workload API of {cname} not reachable: {exc}"
+        nodes = nodes_of[cname]
+        if isinstance(nodes, str):
+            # only what needs no Node: skip reasons and the remediate-machine annotation
+            bare = {**machine, "status": {k: v for k, v in (machine.get("status") or {}).items() if k != "nodeRef"}}
+            res = evaluate(bare, None, cl, now=now, unhealthy_conditions=rules, node_startup_timeout=0)
+            if res["healthy"] and not res["skipped"]:
+                res.update(skipped="unreachable", message=nodes)
+            res["cluster"] = cname
+            out.append(res)
+            continue
+        node_ref = ((machine.get("status") or {}).get("nodeRef") or {}).get("name")
+        res = evaluate(
+            machine,
+            nodes.get(node_ref) if node_ref else None,
+            cl,
+            now=now,
+            unhealthy_conditions=rules,
+            node_startup_timeout=node_startup_timeout,
+        )
+        res["cluster"] = cname
+        out.append(res)
+    return out
