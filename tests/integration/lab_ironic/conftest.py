@@ -124,6 +124,13 @@ class IronicLab:
         for node_id in self.created:
             try:
                 node = self.wait_stable(node_id, timeout=300)
+                if node.provision_state in ("active", "deploy failed"):
+                    # undeploy, so the host is left off with empty virtual media for whoever is next
+                    try:
+                        bm.set_node_provision_state(node_id, "deleted")
+                        node = self.wait_stable(node_id, timeout=300)
+                    except openstack.exceptions.SDKException:
+                        pass
                 if node.provision_state not in ("enroll", "manageable", "available"):
                     bm.set_node_maintenance(node_id, reason="test cleanup")
                 bm.delete_node(node_id)

@@ -60,7 +60,8 @@ def test_register_12_deploy_3_concurrently_and_read_config_drive_back(ironic):
     with ThreadPoolExecutor(REGISTERED) as pool:
         managed = list(pool.map(manage, nodes))
     # verifying read each system's power through the proxy: every node sees its own BMC
-    assert [n.power_state for n in managed] == ["power off"] * REGISTERED
+    bmc_power = [iso.bmc_get(ironic.cfg, f"/redfish/v1/Systems/{h['uuid']}")["PowerState"] for h in hosts]
+    assert [n.power_state for n in managed] == [f"power {p.lower()}" for p in bmc_power]
     assert all(n.last_error is None for n in managed)
 
     drives = {i: config_drive(hosts[i], i) for i in DEPLOYED}
