@@ -23,6 +23,8 @@ description:
     key, missing host interface - and the task fails naming the object and the field.
   - "When a pool is exhausted the Metal3Data gets C(IP Allocation for <pool> failed : Exhausted IP Pools) and the
     task fails; running it again (or O(wait=true)) succeeds once an address is free."
+  - Then, as the Metal3Machine controller does, sets the Metal3Machine's C(status.renderedData) and its
+    C(status.metaData) / C(status.networkData) (unless they already name the user's own Secrets).
   - O(state=absent) releases the addresses, the index and the Metal3Data; the Secrets go with the Metal3Data.
 author:
   - baremetal.capi contributors (!UNKNOWN)
@@ -43,6 +45,14 @@ options:
     type: str
     choices: [present, absent]
     default: present
+  bmh_name_based_preallocation:
+    description:
+      - Name the IPClaims C(<baremetalhost>-<pool>) instead of C(<metal3data>-<pool>), with the labels
+        C(infrastructure.cluster.x-k8s.io/data-name) and C(infrastructure.cluster.x-k8s.io/pool-name), as CAPM3 does
+        with C(--enable-bmh-name-based-preallocation). A pool's C(preAllocations) keyed by those names then give a host
+        the same address every time it is provisioned.
+    type: bool
+    default: false
   wait:
     description: Keep retrying while a pool is exhausted or a Cluster API IPAM provider has not answered yet.
     type: bool
@@ -133,6 +143,7 @@ def main():
             metal3machine=dict(type="str", required=True, aliases=["name"]),
             namespace=dict(type="str"),
             state=dict(type="str", choices=["present", "absent"], default="present"),
+            bmh_name_based_preallocation=dict(type="bool", default=False),
             wait=dict(type="bool", default=False),
             wait_timeout=dict(type="int", default=300),
             wait_sleep=dict(type="int", default=2),
@@ -142,7 +153,7 @@ def main():
     p = module.params
     ns = p["namespace"] or module.namespace
     with module.errors():
-        manager = DataManager(module.store)
+        manager = DataManager(module.store, bmh_name_based_preallocation=p["bmh_name_based_preallocation"])
         if p["state"] == "absent":
             result = manager.delete(p["metal3machine"], ns, check=module.check_mode)
             module.exit(result.pop("changed"), **result)

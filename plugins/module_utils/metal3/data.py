@@ -62,9 +62,12 @@ def secret_payload(secret: dict, key: str):
 
 
 class DataManager:
-    def __init__(self, store, ipam: IPAM | None = None):
+    def __init__(self, store, ipam: IPAM | None = None, bmh_name_based_preallocation: bool = False):
         self.store = store
         self.ipam = ipam or IPAM(store)
+        # CAPM3's --enable-bmh-name-based-preallocation: IPClaims named <bmh>-<pool>, so that a pool's
+        # preAllocations can give a host the same address again (the e2e "ip-reuse" case)
+        self.bmh_names = bmh_name_based_preallocation
 
     # -- templates -----------------------------------------------------------------
 
@@ -179,12 +182,14 @@ class DataManager:
             if not check and (m3m.get("status") or {}).get("renderedData") != _ref(data):
                 self._m3m_status(m3m, data, wanted)
                 result["changed"] = True
-            return self._result(result, claim, data, existing, self._answers(data, pools, pool_objs, peek=False))
+            return self._result(
+                result, claim, data, existing, self._answers(data, pools, pool_objs, False, meta.name(bmh))
+            )
         index = (data or {}).get("spec", {}).get("index")
         if index is None:
             index = self._lowest_free(template)
         plan = data or meta.new("Metal3Data", f"{meta.name(template)}-{index}", ns, spec={"index": index})
-        answers = self._answers(plan, pools, pool_objs, peek=True)
+        answers = self._answers(plan, pools, pool_objs, True, meta.name(bmh))
         ctx = render.RenderContext(
             template, plan, m3m, machine, bmh, {p: a or _PLACEHOLDER for p, a in answers.items()}
         )
@@ -197,7 +202,7 @@ class DataManager:
         claim = self._ensure_claim(m3m, template, claim)
         data = self._ensure_data(template, claim, m3m)
         try:
-            answers = self._claim_addresses(data, pools, pool_objs)
+            answers = self._claim_addresses(data, pools, pool_objs, meta.name(bmh))
         except AllocationFailed as exc:
             msg = f"IP Allocation for {exc.pool} failed : {exc.message}"
             self._set_data_status(data, False, msg)
@@ -397,14 +402,23 @@ class DataManager:
 
     # -- addresses --------------------------------------------------------------------------------
 
-    def _answers(self, data, pools, pool_objs, peek: bool) -> dict:
+    def _ipclaim(self, data: dict, pool: str, bmh_name: str) -> tuple[str, dict | None]:
+        """(the name to create, the existing IPClaim): ``<m3data>-<pool>``, else ``<bmh>-<pool>`` (ensureM3IPClaim)."""
+        ns = meta.namespace(data)
+        for cname in (f"{meta.name(data)}-{pool}", f"{bmh_name}-{pool}"):
+            claim = _get(self.store, "IPClaim", cname, ns)
+            if claim is not None:
+                return cname, claim
+        return (f"{bmh_name}-{pool}" if self.bmh_names else f"{meta.name(data)}-{pool}"), None
+
+    def _answers(self, data, pools, pool_objs, peek: bool, bmh_name: str) -> dict:
         """{pool: address answer or None} from the claims that exist (and, with peek, the would-be address)."""
         out = {}
         ns = meta.namespace(data)
         for pool, ref in pools.items():
             cname = f"{meta.name(data)}-{pool}"
             if render.is_metal3_pool(ref):
-                claim = _get(self.store, "IPClaim", cname, ns)
+                cname, claim = self._ipclaim(data, pool, bmh_name)
                 addr = self.ipam._current_address(claim) if claim else None
                 if addr is None and peek:
                     addr = self.ipam.peek(pool_objs[pool], claim or meta.new("IPClaim", cname, ns))
@@ -418,13 +432,16 @@ class DataManager:
         addr = _get(self.store, kinds.CAPI_IPADDRESS, name, meta.namespace(claim)) if name else None
         return _answer(addr, dns=False) if addr else None
 
-    def _claim_addresses(self, data: dict, pools: dict, pool_objs: dict) -> dict:
+    def _claim_addresses(self, data: dict, pools: dict, pool_objs: dict, bmh_name: str) -> dict:
         ns, answers = meta.namespace(data), {}
         for pool, ref in pools.items():
             cname = f"{meta.name(data)}-{pool}"
             metal3 = render.is_metal3_pool(ref)
             kind = "IPClaim" if metal3 else "IPAddressClaim"
-            claim = _get(self.store, kind, cname, ns)
+            if metal3:
+                cname, claim = self._ipclaim(data, pool, bmh_name)
+            else:
+                claim = _get(self.store, kind, cname, ns)
             if claim is not None and not any(
                 r.get("uid") == data["metadata"]["uid"] for r in claim["metadata"].get("ownerReferences") or []
             ):
@@ -441,13 +458,11 @@ class DataManager:
                     if metal3
                     else {"poolRef": {"apiGroup": ref["apiGroup"], "kind": ref["kind"], "name": pool}}
                 )
+                labels = dict(meta.labels(data))
+                if metal3 and self.bmh_names:
+                    labels.update({names.DATA_NAME_LABEL: meta.name(data), names.POOL_NAME_LABEL: pool})
                 claim = meta.new(
-                    kind,
-                    cname,
-                    ns,
-                    spec=spec,
-                    labels=dict(meta.labels(data)) or None,
-                    finalizers=[names.METAL3_DATA_FINALIZER],
+                    kind, cname, ns, spec=spec, labels=labels or None, finalizers=[names.METAL3_DATA_FINALIZER]
                 )
                 claim["metadata"]["ownerReferences"] = [meta.owner_reference(data, controller=True)]
                 try:
@@ -526,6 +541,17 @@ class DataManager:
         pools = render.referenced_pools(template, objects) if template is not None else {}
         for pool, ref in pools.items():
             kind = "IPClaim" if render.is_metal3_pool(ref) else "IPAddressClaim"
+            if kind == "IPClaim":  # the <bmh>-<pool> claims this Metal3Data made (releaseAddressFromM3Pool)
+                selector = {names.DATA_NAME_LABEL: dname, names.POOL_NAME_LABEL: pool}
+                for labelled in self.store.list("IPClaim", ns, label_selector={"matchLabels": selector}):
+                    _update(
+                        self.store,
+                        kind,
+                        meta.name(labelled),
+                        ns,
+                        lambda c: meta.remove_finalizer(c, names.METAL3_DATA_FINALIZER),
+                    )
+                    self.ipam.delete_claim(meta.name(labelled), ns)
             cname = f"{dname}-{pool}"
             if _get(self.store, kind, cname, ns) is None:
                 continue

@@ -550,3 +550,41 @@ def test_users_own_secret_on_the_metal3machine_wins(dm, store, example):
     assert store.get("Metal3Machine", "test1-workers-7xk2p", NS)["status"] == {
         "metaData": {"name": "my-metadata", "namespace": NS}
     }
+
+
+def test_bmh_name_based_preallocation_gives_the_host_its_address_again(store):
+    dm = DataManager(store, bmh_name_based_preallocation=True)
+    dm.ipam.apply_pool(
+        meta.new(
+            "IPPool",
+            "prov",
+            NS,
+            spec={
+                "namePrefix": "prov",
+                "pools": [{"subnet": "172.22.0.0/24"}],
+                "prefix": 24,
+                "preAllocations": {"node-1-prov": "172.22.0.77"},
+            },
+        )
+    )
+    dm.apply_template(
+        meta.new(
+            "Metal3DataTemplate", "t", NS, spec={"metaData": {"ipAddressesFromPool": [{"key": "ip", "name": "prov"}]}}
+        )
+    )
+    machine_set(store, m3m="first", machine="mach-1", bmh="node-1", template="t")
+    check = dm.reconcile("first", NS, check=True)
+    assert check["addresses"]["prov"]["address"] == "172.22.0.77"
+    assert dm.reconcile("first", NS)["metaData"]["ip"] == "172.22.0.77"
+    ipclaim = store.get("IPClaim", "node-1-prov", NS)
+    assert ipclaim["metadata"]["labels"] == {names.DATA_NAME_LABEL: "t-0", names.POOL_NAME_LABEL: "prov"}
+    dm.delete("first", NS)
+    assert store.list("IPClaim", NS) == [] and store.list(kinds.M3_IPADDRESS, NS) == []
+    # the machine is replaced (upgrade): a new Metal3Machine on the same host gets the same address
+    m3m = store.get("Metal3Machine", "first", NS)
+    m3m["metadata"]["name"] = "second"
+    for key in ("uid", "resourceVersion", "creationTimestamp", "generation"):
+        m3m["metadata"].pop(key)
+    m3m.pop("status", None)
+    store.create(m3m)
+    assert dm.reconcile("second", NS)["metaData"]["ip"] == "172.22.0.77"
