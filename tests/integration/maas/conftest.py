@@ -95,8 +95,12 @@ def sim(maas_lab):
 
 
 @pytest.fixture
-def tag() -> str:
-    return f"t{uuid.uuid4().hex[:10]}"
+def tag(sim):
+    """A tag of the test's own; the machines carrying it are removed from the simulator afterwards."""
+    value = f"t{uuid.uuid4().hex[:10]}"
+    yield value
+    for m in sim.tagged(value):
+        sim.ctl("DELETE", f"machines/{m['system_id']}")
 
 
 class Play:
