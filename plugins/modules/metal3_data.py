@@ -153,7 +153,9 @@ def main():
     p = module.params
     ns = p["namespace"] or module.namespace
     with module.errors():
-        manager = DataManager(module.store, bmh_name_based_preallocation=p["bmh_name_based_preallocation"])
+        manager = DataManager(
+            module.store, bmh_name_based_preallocation=p["bmh_name_based_preallocation"], update_machine_status=True
+        )
         if p["state"] == "absent":
             result = manager.delete(p["metal3machine"], ns, check=module.check_mode)
             module.exit(result.pop("changed"), **result)

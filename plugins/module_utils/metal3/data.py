@@ -62,9 +62,18 @@ def secret_payload(secret: dict, key: str):
 
 
 class DataManager:
-    def __init__(self, store, ipam: IPAM | None = None, bmh_name_based_preallocation: bool = False):
+    def __init__(
+        self,
+        store,
+        ipam: IPAM | None = None,
+        bmh_name_based_preallocation: bool = False,
+        update_machine_status: bool = False,
+    ):
         self.store = store
         self.ipam = ipam or IPAM(store)
+        # The Metal3Machine's status (renderedData, metaData, networkData) is the machine flow's to write; the
+        # metal3_data module, run on its own, asks for it here.
+        self.update_machine_status = update_machine_status
         # CAPM3's --enable-bmh-name-based-preallocation: IPClaims named <bmh>-<pool>, so that a pool's
         # preAllocations can give a host the same address again (the e2e "ip-reuse" case)
         self.bmh_names = bmh_name_based_preallocation
@@ -179,7 +188,7 @@ class DataManager:
         existing = {k: _get(self.store, "Secret", n, ns) for k, n in wanted.items()}
         result = {"changed": False, "secrets": wanted, "metaData": None, "networkData": None}
         if data is not None and (data.get("status") or {}).get("ready") and all(existing.values()):
-            if not check and (m3m.get("status") or {}).get("renderedData") != _ref(data):
+            if self.update_machine_status and not check and (m3m.get("status") or {}).get("renderedData") != _ref(data):
                 self._m3m_status(m3m, data, wanted)
                 result["changed"] = True
             return self._result(
@@ -217,7 +226,8 @@ class DataManager:
                     written[key] = payload
         data = _update(self.store, "Metal3Data", meta.name(data), ns, lambda d: self._set_refs(d, wanted))
         data = self._set_data_status(data, True, None)
-        self._m3m_status(m3m, data, wanted)
+        if self.update_machine_status:
+            self._m3m_status(m3m, data, wanted)
         result["changed"] = True
         return self._result(result, claim, data, existing, answers, written)
 
@@ -495,7 +505,7 @@ class DataManager:
         if check:
             return result
         m3m = _get(self.store, "Metal3Machine", name, ns)
-        if m3m is not None:
+        if m3m is not None and self.update_machine_status:
             secrets = {"metaData": name + METADATA_SUFFIX, "networkData": name + NETWORKDATA_SUFFIX}
             self._m3m_status(m3m, None, secrets)
         _update(

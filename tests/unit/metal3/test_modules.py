@@ -119,6 +119,10 @@ def test_template_and_data_modules(run, store):
         "metaData": "test1-workers-7xk2p-metadata",
         "networkData": "test1-workers-7xk2p-networkdata",
     }
+    assert store.get("Metal3Machine", "test1-workers-7xk2p", NS)["status"]["renderedData"] == {
+        "name": "nodepool-1-0",
+        "namespace": NS,
+    }
     assert run(metal3_data, args)["changed"] is False
     gone = run(metal3_data, dict(args, state="absent"))
     assert gone["changed"] and store.list("Secret", NS) == [] and store.list(kinds.M3_IPADDRESS, NS) == []
