@@ -54,12 +54,16 @@ def _checks(cfg: LabConfig) -> dict:
     }
 
 
-def _restart_if_changed(cfg: LabConfig, name: str, path, write) -> None:
-    """Rewrite a config file; a process running with the old content is restarted by the caller's start."""
+def _restart_if_changed(cfg: LabConfig, name: str, path, write) -> bool:
+    """Rewrite a config file; a process running with the old content is stopped, for the caller to start.
+
+    True when the content changed."""
     before = path.read_text() if path.exists() else None
     write()
-    if before is not None and path.read_text() != before and process.pid_of(cfg, name) is not None:
+    changed = before is not None and path.read_text() != before
+    if changed:
         process.stop(cfg, name)
+    return changed
 
 
 def _schema(cfg: LabConfig, venv, conf) -> None:
@@ -106,7 +110,9 @@ def up(cfg: LabConfig) -> dict:
     mariadb.up(cfg)
 
     sushy_conf = cfg.data("ironic") / "sushy.conf"
-    _restart_if_changed(cfg, SUSHY, sushy_conf, lambda: configs.sushy_conf(cfg, venv))
+    if _restart_if_changed(cfg, SUSHY, sushy_conf, lambda: configs.sushy_conf(cfg, venv)):
+        # another host list (BMCAPI_LAB_HOSTS): the emulator's saved state would keep the old systems
+        _wipe_sushy_state(cfg)
     _start_sushy(cfg, venv)
 
     checks = _checks(cfg)
@@ -266,7 +272,11 @@ def reset(cfg: LabConfig) -> None:
     _delete_all_nodes(cfg)
     # the emulator keeps power and media state in SQLite under its state dir: a new one is a fresh rack
     process.stop(cfg, SUSHY)
+    _wipe_sushy_state(cfg)
+    _start_sushy(cfg, install.ensure_venv(cfg))
+
+
+def _wipe_sushy_state(cfg: LabConfig) -> None:
     for folder in (configs.sushy_state_dir(cfg), configs.sushy_media_dir(cfg)):
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
-    _start_sushy(cfg, install.ensure_venv(cfg))
