@@ -21,11 +21,14 @@ pytestmark = pytest.mark.timeout(1200)
 @pytest.fixture
 def redfish_node(nodesim_lab, ironic):
     """One lab host no Ironic node uses now, registered as baremetal-operator registers a host."""
-    used = {p.address.lower() for p in ironic.baremetal.ports()}
     inventory = lab_hosts.inventory(nodesim_lab.cfg)
-    host = next((h for h in reversed(inventory["hosts"]) if h["boot_mac"].lower() not in used), None)
-    if host is None:
-        pytest.fail("every lab host is registered in Ironic already")
+
+    def free_host():
+        used = {p.address.lower() for p in ironic.baremetal.ports()}
+        return next((h for h in reversed(inventory["hosts"]) if h["boot_mac"].lower() not in used), None)
+
+    # the lab's hosts are shared with the rest of the run: wait for one nobody has registered
+    host = eventually(free_host, "a lab host no Ironic node uses")
     bmc = host["bmc"]
     url = urlsplit(bmc["address"].partition("+")[2])
     node = ironic.baremetal.create_node(
