@@ -89,7 +89,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 address:
-  description: The allocated address (in check mode, the one that would be taken), V(null) if none.
+  description:
+    - The allocated address (in check mode, the one that would be taken), V(null) if none.
+    - In check mode on a V(random) pool, the first free address; the real run picks one at random.
   returned: always
   type: str
   sample: 192.168.111.20
