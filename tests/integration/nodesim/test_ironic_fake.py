@@ -155,3 +155,36 @@ def test_init_two_joins_ready_nodes_and_power_off(nodesim_lab, ironic, fake_node
     for node in (w1, cp):
         ironic.baremetal.set_node_provision_state(node, "deleted", wait=True, timeout=120)
     eventually(lambda: not clusters.running(cfg, endpoint), "the workload API server stopped")
+
+
+def test_join_checks_token_and_ca_hash(nodesim_lab, ironic, fake_nodes, endpoint, tmp_path):
+    """kubeadm join waits for its bootstrap token and refuses a cluster CA its hashes do not pin."""
+    cfg = nodesim_lab.cfg
+    ca, other_ca = cabpk.new_cluster_ca(), cabpk.new_cluster_ca()
+    cp, good, bad = fake_nodes(3)
+    _deploy(ironic, cp, cabpk.init_data("chk", endpoint, ca), _meta("ns", cp.name, "chk-cp-0"), "127.0.3.250")
+    core = k.CoreV1Api(workload_client(cabpk.admin_kubeconfig("chk", endpoint, ca), tmp_path))
+
+    def node_names():
+        try:
+            return {n.metadata.name for n in core.list_node().items}
+        except UNREACHABLE:
+            return set()
+
+    eventually(lambda: "chk-cp-0" in node_names(), "the init Node")
+    token = cabpk.new_token()
+    for node, pinned, name, ip in ((good, ca, "chk-md-0", "127.0.3.249"), (bad, other_ca, "chk-md-1", "127.0.3.248")):
+        _deploy(ironic, node, cabpk.join_data(endpoint, pinned[0], token), _meta("ns", node.name, name), ip)
+
+    # no bootstrap-token-<id> Secret yet: kubeadm's discovery keeps trying
+    def host(node):
+        return nodesim.host(cfg, f"ironic/{node.id}") or {}
+
+    eventually(lambda: "JWS signature" in (host(good).get("error") or ""), "the join waiting for its token")
+    assert host(good)["phase"] == "pending"
+    core.create_namespaced_secret("kube-system", cabpk.token_secret(token))
+    eventually(lambda: host(good).get("phase") == "joined", "the join once the token exists", last=lambda: host(good))
+    # the other pins a CA this cluster does not have: it fails for good, no Node
+    eventually(lambda: host(bad).get("phase") == "failed", "the join with the wrong CA hash failing")
+    assert "none of the public keys" in host(bad)["error"]
+    assert node_names() == {"chk-cp-0", "chk-md-0"}
