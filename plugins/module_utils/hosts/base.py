@@ -168,7 +168,10 @@ def goal(bmh: dict) -> str:
     spec = bmh.get("spec") or {}
     if spec.get("externallyProvisioned"):
         return names.BMH_STATE_EXTERNALLY_PROVISIONED
-    if has_image(bmh) and spec.get("online"):
+    if has_image(bmh) and (
+        # BMO starts provisioning only when online; a deployed host that is switched off stays provisioned
+        spec.get("online") or state(bmh) in (names.BMH_STATE_PROVISIONING, names.BMH_STATE_PROVISIONED)
+    ):
         return names.BMH_STATE_PROVISIONED
     return names.BMH_STATE_AVAILABLE
 

@@ -54,6 +54,7 @@ def test_goal_and_reached():
     assert base.goal(bmh()) == "available"
     assert base.goal(bmh(image=IMAGE)) == "provisioned"
     assert base.goal(bmh(image=IMAGE, online=False)) == "available"
+    assert base.goal(bmh("provisioned", image=IMAGE, online=False)) == "provisioned"
     assert base.reached(bmh("available", powered=True))
     assert not base.reached(bmh("available", powered=False))
     assert not base.reached(bmh("available", powered=None))
