@@ -79,6 +79,11 @@ def mutate_host(store, host: dict, change) -> dict:
     raise Requeue(f"BareMetalHost {ns}/{name} keeps changing; retrying", after=1)
 
 
+def _error_of(host: dict) -> tuple:
+    status = host.get("status") or {}
+    return status.get("errorCount") or 0, status.get("errorMessage") or ""
+
+
 class MachineManager:
     """Reconciles Metal3Machines against a store, a host driver and the workload clusters."""
 
@@ -102,9 +107,11 @@ class MachineManager:
         self.rng = rng
         self.clock = clock
         self.no_host_requeue = no_host_requeue
-        # A host in error fails its machine's task at once (the error is on the host and in the result);
-        # the host driver retries it with BMO's backoff on the next run.
+        # A host with a new error (one it did not have when this run first saw it) fails its machine at
+        # once, the error on the host and in the result; a later run lets the host driver retry it, with
+        # BMO's backoff, as baremetal-operator does.
         self.fail_on_host_error = fail_on_host_error
+        self._seen_errors: dict = {}
         # Check mode: hosts already promised to other machines of this batch, so each gets its own.
         self._would_take: set[str] = set()
         self._lock = threading.Lock()
@@ -325,6 +332,8 @@ class MachineManager:
         if status.get("addresses") != addresses:
             status["addresses"] = addresses
         self._cond(after, names.ASSOCIATE_BMH, True, names.ASSOCIATE_BMH_SUCCESS_REASON)
+        with self._lock:  # the host's error when this run first saw it: only a new one fails the machine
+            self._seen_errors.setdefault(hosts.key(host), _error_of(host))
         step = self.driver.reconcile(self.store, host) if hosts.state(host) != names.BMH_STATE_PROVISIONED else None
         host = self.store.get(hosts.KIND, meta.name(host), ns)
         if hosts.state(host) != names.BMH_STATE_PROVISIONED or not hosts.image_deployed(host):
@@ -334,7 +343,7 @@ class MachineManager:
             msg = (step.message if step else "") or f"host {meta.name(host)} is {summary['state']}"
             if hosts.failed(host):
                 msg = f"host {meta.name(host)}: {summary['errorType']}: {summary['errorMessage']}"
-                if self.fail_on_host_error:
+                if self.fail_on_host_error and _error_of(host) != self._seen_errors.get(hosts.key(host)):
                     raise CapiError(msg, obj=meta.ref(after))
             poll = step.requeue_after if step and step.requeue_after is not None else 2
             report = self._report(after, host, hostStatus=summary)

@@ -166,16 +166,22 @@ def test_paused_cluster_pauses_host_and_unpause_removes_only_ours(store):
     assert names.BMH_PAUSED_ANNOTATION not in ann
 
 
-def test_host_error_fails_the_machine(store):
+def test_host_error_fails_the_machine_and_a_later_run_waits_for_the_retry(store):
     make_world(store, n_hosts=1)
     add_machine(store, "w1")
     mgr = manager(store)
     mgr.step("w1", "default")
+    assert not mgr.step("w1", "default").done  # the host as this run first sees it: no error
     host = store.get("BareMetalHost", "h0", "default")
-    host["status"].update(errorType="provisioning error", errorMessage="Deploy step failed: disk on fire")
+    host["status"].update(errorType="provisioning error", errorMessage="Deploy step failed: disk on fire", errorCount=1)
     store.update_status(host)
     with pytest.raises(CapiError, match="disk on fire"):
         mgr.step("w1", "default")
+    # a later run: the error was there before it started, so it waits for the host driver's retry
+    later = manager(store)
+    step = later.step("w1", "default")
+    assert not step.done and "disk on fire" in step.message
+    assert step.data["hostStatus"]["errorType"] == "provisioning error"
 
 
 def test_bad_image_is_rejected_before_any_write(store):
