@@ -193,6 +193,7 @@ class Simulator:
         cluster = self.state["clusters"][endpoint]
         info = clusters.start(self.cfg, cluster)
         cluster["version"] = cluster.get("version") or info.get("version")
+        LOG.info("cluster %s (%s): API server ready after %ss", endpoint, boot.cluster_name, info.get("ready_after_s"))
         api = clusters.client(self.cfg, cluster)
         kubelet.upload_init_config(api, boot, f"https://{endpoint}")
         self._register(api, host, entry, boot, cluster, ip, now, phase="initialized")
