@@ -50,7 +50,7 @@ def _now() -> str:
     return conditions.now_rfc3339()
 
 
-def _retry(fn):
+def retry_conflicts(fn):
     """Run ``fn`` again on Conflict (optimistic concurrency: re-read and retry)."""
     for _ in range(_RETRIES):
         try:
@@ -141,7 +141,7 @@ class IPAM:
                 new = self.store.update_status(new)
             return new
 
-        return _retry(attempt)
+        return retry_conflicts(attempt)
 
     def allocations(self, pool: dict) -> dict:
         """{ip: claim name} of every IPAddress (Metal3 and CAPI) naming the pool."""
@@ -191,7 +191,7 @@ class IPAM:
             self.store.update(cur)
 
         try:
-            _retry(drop)
+            retry_conflicts(drop)
         except NotFound:
             pass
         return True
@@ -249,7 +249,7 @@ class IPAM:
                 cur = self.store.update(cur)
             return cur
 
-        claim = _retry(add_finalizer)
+        claim = retry_conflicts(add_finalizer)
         for _ in range(_RETRIES):
             existing = self._current_address(claim)
             if existing is not None:
@@ -455,7 +455,7 @@ class IPAM:
                 self.store.update(cur)
 
         try:
-            _retry(drop)
+            retry_conflicts(drop)
             self.store.delete(kinds.M3_IPADDRESS, nm, ns)
         except NotFound:
             pass
@@ -489,7 +489,7 @@ class IPAM:
             return False
 
         try:
-            changed = _retry(drop) or changed
+            changed = retry_conflicts(drop) or changed
         except NotFound:
             pass
         return changed
