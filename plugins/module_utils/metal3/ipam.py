@@ -319,6 +319,9 @@ class IPAM:
             found = ranges.locate(exact)
             if found is None:
                 raise AllocationFailed(PREALLOCATED_OUT_OF_BOUNDS if name in pre else EXHAUSTED, obj=meta.ref(claim))
+            if name not in pre and exact in reserved:
+                # upstream counts every pre-allocated address as in use
+                raise AllocationFailed(REQUESTED_NOT_AVAILABLE, obj=meta.ref(claim))
             address = self._try_create(pool, claim, exact, found[1])
             if address is None:
                 raise AllocationFailed(REQUESTED_NOT_AVAILABLE if requested else CREATE_FAILED, obj=meta.ref(claim))

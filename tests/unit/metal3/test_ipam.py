@@ -250,6 +250,10 @@ def test_requested_address_annotation(ipam, store):
     with pytest.raises(AllocationFailed, match="^IPClaim ipam/b: Requested IP not available$"):
         ipam.apply_claim(claim("b", ip="10.0.0.4"))
     assert store.get("IPClaim", "b", NS)["status"]["errorMessage"] == "Requested IP not available"
+    with pytest.raises(AllocationFailed, match="Requested IP not available"):  # reserved for "pre"
+        ipam.apply_claim(claim("e", ip="10.0.0.5"))
+    assert ipam.apply_claim(claim("pre", ip="10.0.0.5"))[2]["spec"]["address"] == "10.0.0.5"
+    ipam.delete_claim("pre", NS)
     with pytest.raises(AllocationFailed, match="PreAllocation and requested ip address are conflicting"):
         ipam.apply_claim(claim("pre", ip="10.0.0.6"))
     with pytest.raises(AllocationFailed, match="Exhausted IP Pools"):  # outside every range, as upstream
