@@ -41,8 +41,12 @@ extends_documentation_fragment:
   - baremetal.capi.attributes
 options:
   name:
-    description: One Metal3Machine. Mutually exclusive with O(cluster).
+    description: One Metal3Machine. Mutually exclusive with O(names) and O(cluster).
     type: str
+  names:
+    description: Several Metal3Machines, reconciled concurrently.
+    type: list
+    elements: str
   cluster:
     description:
       - Every Metal3Machine of this Cluster (named by its Machines, or labelled with C(cluster.x-k8s.io/cluster-name)).
@@ -77,6 +81,13 @@ options:
     description: Reconcile until every machine is Running (or gone, with O(state=absent)).
     type: bool
     default: true
+  wait_for:
+    description:
+      - V(running) - a machine is done once its Machine is Running (its Node has the providerID).
+      - V(provisioned) - once its host is provisioned; the Node step is still tried and its state reported.
+    type: str
+    choices: [running, provisioned]
+    default: running
   wait_timeout:
     description: Seconds for the whole task; on timeout it fails with each machine's last state and why it waits.
     type: int
@@ -163,6 +174,7 @@ def main():
     module = CapiModule(
         argument_spec=dict(
             name=dict(type="str"),
+            names=dict(type="list", elements="str"),
             cluster=dict(type="str"),
             namespace=dict(type="str"),
             state=dict(type="str", choices=["present", "absent"], default="present"),
@@ -170,13 +182,14 @@ def main():
             host_driver_options=dict(type="dict", default={}),
             workload_kubeconfig=dict(type="str", no_log=True),
             wait=dict(type="bool", default=True),
+            wait_for=dict(type="str", choices=["running", "provisioned"], default="running"),
             wait_timeout=dict(type="int", default=1800),
             wait_sleep=dict(type="float", default=2),
             no_host_retry=dict(type="float", default=30),
             workers=dict(type="int", default=8),
         ),
-        mutually_exclusive=[("name", "cluster")],
-        required_one_of=[("name", "cluster")],
+        mutually_exclusive=[("name", "names", "cluster")],
+        required_one_of=[("name", "names", "cluster")],
         supports_check_mode=True,
     )
     p = module.params
@@ -193,9 +206,10 @@ def main():
                 driver,
                 workload_kubeconfig=p["workload_kubeconfig"],
                 no_host_requeue=p["no_host_retry"],
+                wait_for=p["wait_for"],
             )
-            if p["name"]:
-                keys = [(ns, p["name"])]
+            if p["name"] or p["names"]:
+                keys = [(ns, n) for n in ([p["name"]] if p["name"] else p["names"])]
             else:
                 keys = mgr.keys_for_cluster(p["cluster"], ns)
                 if p["state"] == "present":

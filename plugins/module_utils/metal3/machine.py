@@ -97,6 +97,7 @@ class MachineManager:
         clock=None,
         no_host_requeue=30.0,
         fail_on_host_error=True,
+        wait_for="running",
     ):
         from ansible_collections.baremetal.capi.plugins.module_utils.metal3.data import DataManager
 
@@ -112,6 +113,8 @@ class MachineManager:
         # BMO's backoff, as baremetal-operator does.
         self.fail_on_host_error = fail_on_host_error
         self._seen_errors: dict = {}
+        # "running": until the Machine has its Node; "provisioned": until the host is provisioned.
+        self.wait_for = wait_for
         # Check mode: hosts already promised to other machines of this batch, so each gets its own.
         self._would_take: set[str] = set()
         self._lock = threading.Lock()
@@ -348,12 +351,19 @@ class MachineManager:
             poll = step.requeue_after if step and step.requeue_after is not None else 2
             report = self._report(after, host, hostStatus=summary)
             return Step(changed=True, message=msg, requeue_after=poll, data=report)
-        client = self.workload(cluster_name, ns)
-        if not provisioned or not after["spec"].get("providerID"):
-            m3c_obj = m3c
-            node = provider_id.set_node_provider_id(client, after, host, m3c_obj, machine, addresses)
-            after["spec"]["providerID"] = node["spec"]["providerID"]
-            status.setdefault("initialization", {})["provisioned"] = True
+        try:
+            client = self.workload(cluster_name, ns)
+            if not provisioned or not after["spec"].get("providerID"):
+                node = provider_id.set_node_provider_id(client, after, host, m3c, machine, addresses)
+                after["spec"]["providerID"] = node["spec"]["providerID"]
+                status.setdefault("initialization", {})["provisioned"] = True
+        except Requeue as exc:
+            if self.wait_for != "provisioned":
+                raise
+            # The caller only waits for the host: done, saying what the Node step waits for.
+            stored = self._save(m3m, after, check)
+            msg = f"host {meta.name(host)} provisioned; {exc.message}"
+            return Step(done=True, changed=stored != m3m, message=msg, data=self._report(after, host))
         self._cond(after, names.READY, True, names.READY_REASON)
         stored = self._save(m3m, after, check)
         mstep = capi_machine.reconcile(

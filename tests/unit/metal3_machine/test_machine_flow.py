@@ -190,3 +190,16 @@ def test_bad_image_is_rejected_before_any_write(store):
     with pytest.raises(CapiError, match="spec.image.checksum"):
         manager(store).step("w1", "default")
     assert "consumerRef" not in store.get("BareMetalHost", "h0", "default")["spec"]
+
+
+def test_wait_for_provisioned_is_done_with_the_host(store):
+    make_world(store, n_hosts=1)  # no <cluster>-kubeconfig Secret: no Node can be found
+    add_machine(store, "w1")
+    mgr = manager(store, wait_for="provisioned")
+    mgr.step("w1", "default")
+    assert not mgr.step("w1", "default").done
+    play_bmo_provisioned(store, "h0")
+    step = mgr.step("w1", "default")
+    assert step.done and "host h0 provisioned" in step.message and "c1-kubeconfig" in step.message
+    with pytest.raises(Requeue, match="c1-kubeconfig"):
+        manager(store).step("w1", "default")  # waiting for running: not done
