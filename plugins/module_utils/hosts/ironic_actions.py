@@ -13,6 +13,8 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import Inval
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base, ironic_hardware
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic as drv
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_configdrive as cd
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_register as reg
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic_power import power
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
 
 NOW = drv.NOW
@@ -96,17 +98,14 @@ def _provision(ctx, target: str, **kw):
     return ctx.driver.poll
 
 
-def _refresh(ctx):
-    ctx.node = ctx.conn.baremetal.get_node(ctx.node.id) if ctx.node else drv.find_node(ctx)
-    return ctx.node
-
-
 # -- dispatch ---------------------------------------------------------------------------------
 
 
 def handle(ctx):
     if meta.is_deleting(ctx.host):
-        return _route_delete(ctx)
+        from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_delete
+
+        return ironic_delete.route_delete(ctx)
     if meta.add_finalizer(meta.deepcopy(ctx.host), S.BMH_FINALIZER):
         ctx.update_meta(lambda o: meta.add_finalizer(o, S.BMH_FINALIZER))
     state = ctx.state
@@ -119,7 +118,7 @@ def handle(ctx):
         return 600.0
     if state == S.BMH_STATE_UNMANAGED:
         return ctx.set_state(S.BMH_STATE_REGISTERING) if (ctx.spec.get("bmc") or {}).get("address") else 600.0
-    wait = drv.register(ctx)
+    wait = reg.register(ctx)
     if wait is not None:
         return wait
     return HANDLERS.get(state, _unknown)(ctx)
@@ -132,7 +131,7 @@ def _unknown(ctx):
 def _registering(ctx):
     if ctx.spec.get("externallyProvisioned"):
         return ctx.set_state(S.BMH_STATE_EXTERNALLY_PROVISIONED)
-    if drv.inspection_disabled(ctx.host):
+    if reg.inspection_disabled(ctx.host):
         return ctx.set_state(S.BMH_STATE_PREPARING)
     ctx.status["provisioning"]["bootMode"] = ctx.spec.get("bootMode") or "UEFI"
     return ctx.set_state(S.BMH_STATE_INSPECTING)
@@ -329,7 +328,7 @@ def _adopt_then_power(ctx):
     return power(ctx)
 
 
-def _deprovisioning(ctx):
+def deprovisioning(ctx):
     node, bm = ctx.node, ctx.conn.baremetal
     state = node.provision_state
     if state in ("active", "deploy failed", "deploy wait", "wait call-back"):
@@ -360,119 +359,6 @@ def _deprovisioning(ctx):
     return ctx.driver.poll
 
 
-# -- power (bmo-ironic.md §5) -------------------------------------------------------------------
-
-
-def power(ctx):
-    node, bm = _refresh(ctx), ctx.conn.baremetal
-    if node.power_state in ("power on", "power off"):
-        powered = node.power_state == "power on"
-        if ctx.status.get("poweredOn") != powered:
-            ctx.status["poweredOn"] = powered
-            ctx.clear_error(only=(S.BMH_ERROR_POWER,))
-    view = ctx.view()
-    want = base.desired_power(view)
-    have = ctx.status.get("poweredOn")
-    if have is not None and have == want:
-        annotations = (ctx.host.get("metadata") or {}).get("annotations") or {}
-        if not want and S.REBOOT_ANNOTATION in annotations:
-            # off: BMO drops the suffixless annotation, and the next pass powers on
-            ctx.update_meta(lambda o: o["metadata"]["annotations"].pop(S.REBOOT_ANNOTATION, None) is not None)
-            ctx.say("reboot: powered off, annotation removed")
-            return NOW
-        ctx.clear_error(only=(S.BMH_ERROR_POWER,))
-        return ctx.driver.poll
-    if node.target_power_state or node.target_provision_state:
-        return ctx.driver.poll
-    forced = ctx.status.get("errorType") == S.BMH_ERROR_POWER
-    if node.last_error and not forced and "aborted" not in node.last_error:
-        prefix = "PowerOn operation failed: " if want else "PowerOff operation failed: "
-        return ctx.set_error(S.BMH_ERROR_POWER, prefix + node.last_error)
-    if want:
-        bm.set_node_power_state(node, "power on")
-        ctx.say("power on")
-        return ctx.driver.poll
-    if node.driver_info and ctx.spec.get("disablePowerOff"):
-        bm.set_node_power_state(node, "rebooting")
-        ctx.say("reboot (disablePowerOff)")
-        return ctx.driver.poll
-    reboots = base.reboot_annotations(view)
-    hard = (
-        forced
-        or int(ctx.status.get("errorCount") or 0) > 0
-        or any(r["mode"] == S.REBOOT_MODE_HARD for r in reboots.values())
-    )
-    if not hard:
-        resp = bm.put(
-            f"/nodes/{node.id}/states/power",
-            json={"target": "soft power off", "timeout": 180},
-            microversion="1.27",
-            raise_exc=False,
-        )
-        if resp.status_code < 400:
-            ctx.say("soft power off")
-            return ctx.driver.poll
-        if resp.status_code == 409:
-            return 3.0  # busy
-        if resp.status_code != 400:  # 400: soft power off not supported, hard as BMO falls back
-            return ctx.set_error(S.BMH_ERROR_POWER, f"soft power off failed: HTTP {resp.status_code} {resp.text[:300]}")
-    bm.set_node_power_state(node, "power off")
-    ctx.say("power off")
-    return ctx.driver.poll
-
-
-# -- deletion (bmo-ironic.md §6.3) ------------------------------------------------------------
-
-
-def _route_delete(ctx):
-    state = ctx.state
-    if state in (S.BMH_STATE_NONE, S.BMH_STATE_UNMANAGED, S.BMH_STATE_REGISTERING):
-        ctx.set_state(S.BMH_STATE_DELETING)
-    elif state in (S.BMH_STATE_PROVISIONING, S.BMH_STATE_PROVISIONED):
-        ctx.set_state(S.BMH_STATE_DEPROVISIONING, "host deleted")
-    elif state not in (S.BMH_STATE_DEPROVISIONING, S.BMH_STATE_POWERING_OFF_BEFORE_DELETE, S.BMH_STATE_DELETING):
-        ctx.set_state(S.BMH_STATE_POWERING_OFF_BEFORE_DELETE, "host deleted")
-    if ctx.state == S.BMH_STATE_DEPROVISIONING:
-        if int(ctx.status.get("errorCount") or 0) > 3:
-            return ctx.set_state(S.BMH_STATE_POWERING_OFF_BEFORE_DELETE, "deprovisioning kept failing")
-        if drv.find_node(ctx) is None:
-            return ctx.set_state(S.BMH_STATE_DELETING)
-        ctx.node = drv.find_node(ctx)
-        return _deprovisioning(ctx)
-    if ctx.state == S.BMH_STATE_POWERING_OFF_BEFORE_DELETE:
-        node = ctx.node = drv.find_node(ctx)
-        if node is None or ctx.spec.get("disablePowerOff") or node.power_state != "power on":
-            return ctx.set_state(S.BMH_STATE_DELETING)
-        if int(ctx.status.get("errorCount") or 0) > 3:
-            return ctx.set_state(S.BMH_STATE_DELETING)
-        if not node.target_power_state:
-            ctx.conn.baremetal.set_node_power_state(node, "power off")
-            ctx.say("power off before delete")
-        return ctx.driver.poll
-    return _deleting(ctx)
-
-
-def _deleting(ctx):
-    bm = ctx.conn.baremetal
-    node = ctx.node = drv.find_node(ctx)
-    if node is not None:
-        state = node.provision_state
-        if (
-            state == "verifying"
-            or state in ("deploying", "cleaning", "inspecting", "servicing", "deleting")
-            or state.endswith("wait")
-        ):
-            return ctx.driver.poll
-        if state in ("available", "manageable") and node.instance_id:
-            ctx.node = node = bm.patch_node(node, [{"op": "remove", "path": "/instance_uuid"}])
-        if state not in ("enroll", "available", "manageable") and not node.is_maintenance:
-            bm.set_node_maintenance(node, S.IRONIC_FORCED_DELETE_REASON)
-        bm.delete_node(node, ignore_missing=True)
-        ctx.say(f"deleted Ironic node {node.name}")
-    ctx.update_meta(lambda o: meta.remove_finalizer(o, S.BMH_FINALIZER))
-    return None
-
-
 HANDLERS = {
     S.BMH_STATE_REGISTERING: _registering,
     S.BMH_STATE_INSPECTING: _inspecting,
@@ -483,5 +369,5 @@ HANDLERS = {
     S.BMH_STATE_PROVISIONING: _provisioning,
     S.BMH_STATE_PROVISIONED: _provisioned,
     S.BMH_STATE_EXTERNALLY_PROVISIONED: _externally_provisioned,
-    S.BMH_STATE_DEPROVISIONING: _deprovisioning,
+    S.BMH_STATE_DEPROVISIONING: deprovisioning,
 }

@@ -1,0 +1,72 @@
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Power of a BareMetalHost through Ironic: spec.online and the reboot.metal3.io annotations (bmo-ironic.md §5)."""
+
+from __future__ import annotations
+
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic import NOW
+from ansible_collections.baremetal.capi.plugins.module_utils.model import names as S
+
+
+def _refresh(ctx):
+    ctx.node = ctx.conn.baremetal.get_node(ctx.node.id)
+    return ctx.node
+
+
+def power(ctx):
+    node, bm = _refresh(ctx), ctx.conn.baremetal
+    if node.power_state in ("power on", "power off"):
+        powered = node.power_state == "power on"
+        if ctx.status.get("poweredOn") != powered:
+            ctx.status["poweredOn"] = powered
+            ctx.clear_error(only=(S.BMH_ERROR_POWER,))
+    view = ctx.view()
+    want = base.desired_power(view)
+    have = ctx.status.get("poweredOn")
+    if have is not None and have == want:
+        annotations = (ctx.host.get("metadata") or {}).get("annotations") or {}
+        if not want and S.REBOOT_ANNOTATION in annotations:
+            # off: BMO drops the suffixless annotation, and the next pass powers on
+            ctx.update_meta(lambda o: o["metadata"]["annotations"].pop(S.REBOOT_ANNOTATION, None) is not None)
+            ctx.say("reboot: powered off, annotation removed")
+            return NOW
+        ctx.clear_error(only=(S.BMH_ERROR_POWER,))
+        return ctx.driver.poll
+    if node.target_power_state or node.target_provision_state:
+        return ctx.driver.poll
+    forced = ctx.status.get("errorType") == S.BMH_ERROR_POWER
+    if node.last_error and not forced and "aborted" not in node.last_error:
+        prefix = "PowerOn operation failed: " if want else "PowerOff operation failed: "
+        return ctx.set_error(S.BMH_ERROR_POWER, prefix + node.last_error)
+    if want:
+        bm.set_node_power_state(node, "power on")
+        ctx.say("power on")
+        return ctx.driver.poll
+    if node.driver_info and ctx.spec.get("disablePowerOff"):
+        bm.set_node_power_state(node, "rebooting")
+        ctx.say("reboot (disablePowerOff)")
+        return ctx.driver.poll
+    reboots = base.reboot_annotations(view)
+    hard = (
+        forced
+        or int(ctx.status.get("errorCount") or 0) > 0
+        or any(r["mode"] == S.REBOOT_MODE_HARD for r in reboots.values())
+    )
+    if not hard:
+        resp = bm.put(
+            f"/nodes/{node.id}/states/power",
+            json={"target": "soft power off", "timeout": 180},
+            microversion="1.27",
+            raise_exc=False,
+        )
+        if resp.status_code < 400:
+            ctx.say("soft power off")
+            return ctx.driver.poll
+        if resp.status_code == 409:
+            return 3.0  # busy
+        if resp.status_code != 400:  # 400: soft power off not supported, hard as BMO falls back
+            return ctx.set_error(S.BMH_ERROR_POWER, f"soft power off failed: HTTP {resp.status_code} {resp.text[:300]}")
+    bm.set_node_power_state(node, "power off")
+    ctx.say("power off")
+    return ctx.driver.poll
