@@ -142,6 +142,7 @@ class Ctx:
             events = resp.json().get("history") or []
         except Exception:  # an old Ironic without history: nothing more to say
             return ""
+        events = sorted(events, key=lambda e: e.get("created_at") or "")
         errors = [e for e in events if (e.get("severity") or "").upper() == "ERROR"]
         return (errors[-1].get("event") or "") if errors else ""
 
