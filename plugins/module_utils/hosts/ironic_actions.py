@@ -174,7 +174,11 @@ def _write_hardware_data(ctx, hw: dict) -> None:
 
 
 def _inspecting(ctx):
-    if _take_hardware(ctx) or ctx.node.driver == "fake-hardware":
+    from openstack import exceptions as osexc
+
+    annotations = (ctx.host.get("metadata") or {}).get("annotations") or {}
+    requested = annotations.get(S.INSPECT_ANNOTATION, "disabled") != "disabled"  # inspect.metal3.io: re-inspect
+    if not requested and (_take_hardware(ctx) or ctx.node.driver == "fake-hardware"):
         return ctx.set_state(S.BMH_STATE_PREPARING)
     node, bm = ctx.node, ctx.conn.baremetal
     state = node.provision_state
@@ -186,22 +190,22 @@ def _inspecting(ctx):
         if ctx.status.get("errorType") == S.BMH_ERROR_INSPECTION:
             return _provision(ctx, "inspect")
         return ctx.set_error(S.BMH_ERROR_INSPECTION, ctx.ironic_error() or "Inspection failed")
-    if state == "manageable":
-        if not ctx.status.get("inspectionStarted"):
-            ctx.status["inspectionStarted"] = True
-            return _provision(ctx, "inspect")
-        try:
-            hw = ironic_hardware.from_inventory(bm.get_node_inventory(node))
-        except Exception:  # no inventory (404): inspect again
-            ctx.status.pop("inspectionStarted", None)
-            return NOW
-        ctx.status.pop("inspectionStarted", None)
-        ctx.status["hardware"] = hw
-        _write_hardware_data(ctx, hw)
-        ctx.update_meta(lambda o: o["metadata"].get("annotations", {}).pop(S.INSPECT_ANNOTATION, None) is not None)
-        ctx.clear_error(only=(S.BMH_ERROR_INSPECTION,))
-        return ctx.set_state(S.BMH_STATE_PREPARING)
-    return ctx.driver.poll
+    if state != "manageable":
+        return ctx.driver.poll
+    if requested:
+        # the request is consumed when inspection starts, so the next steps wait for the new inventory
+        wait = _provision(ctx, "inspect")
+        ctx.update_meta(lambda o: o["metadata"]["annotations"].pop(S.INSPECT_ANNOTATION, None) is not None)
+        return wait
+    try:
+        inventory = bm.get_node_inventory(node)
+    except osexc.NotFoundException:  # never inspected: BMO starts inspection on a 404
+        return _provision(ctx, "inspect")
+    hw = ironic_hardware.from_inventory(inventory)
+    ctx.status["hardware"] = hw
+    _write_hardware_data(ctx, hw)
+    ctx.clear_error(only=(S.BMH_ERROR_INSPECTION,))
+    return ctx.set_state(S.BMH_STATE_PREPARING)
 
 
 def _preparing(ctx):
@@ -215,8 +219,7 @@ def _available(ctx):
     annotations = (ctx.host.get("metadata") or {}).get("annotations") or {}
     if ctx.spec.get("externallyProvisioned"):
         return ctx.set_state(S.BMH_STATE_EXTERNALLY_PROVISIONED)
-    if S.INSPECT_ANNOTATION in annotations and annotations[S.INSPECT_ANNOTATION] != "disabled":
-        ctx.status.pop("hardware", None)
+    if annotations.get(S.INSPECT_ANNOTATION, "disabled") != "disabled":
         return ctx.set_state(S.BMH_STATE_INSPECTING)
     if ctx.spec.get("online") and base.has_image(ctx.view()) and not base.image_deployed(ctx.view()):
         try:

@@ -75,6 +75,8 @@ def register(ctx: Ctx):
         node = find_node(ctx)
     except Invalid as exc:
         return ctx.set_error(names.BMH_ERROR_REGISTRATION, str(exc))
+    from openstack import exceptions as osexc
+
     bm = ctx.conn.baremetal
     driver_info = {**access.driver_info, **access.credentials(user, password)}
     creds = {
@@ -94,7 +96,12 @@ def register(ctx: Ctx):
         if not inspection_disabled(ctx.host) and not access.fake:
             fast = ctx.spec.get("inspectionMode") == "fast"
             attrs["inspect_interface"] = access.fast_inspect_interface if fast else "agent"
-        node = bm.create_node(**attrs)
+        try:
+            node = bm.create_node(**attrs)
+        except osexc.BadRequestException as exc:  # e.g. an interface this Ironic does not enable
+            return ctx.set_error(
+                names.BMH_ERROR_REGISTRATION, f"failed to create the Ironic node: {exc.details or exc}"
+            )
         ctx.status["provisioning"]["ID"] = node.id
         if bmc_spec.get("credentialsName"):
             ctx.status["triedCredentials"] = creds
