@@ -132,3 +132,7 @@ def reregister(core, old: dict) -> None:
         old["metadata"]["name"],
         {"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": ""}]}},
     )
+
+
+# The MAAS world: the MAAS tests' simulator client, ansible-playbook runner and fixtures (tests/integration/maas)
+from tests.integration.maas.conftest import Play, Sim, maas_lab, play, sim, store, tag  # noqa: E402, F401
