@@ -216,6 +216,9 @@ class Simulator:
         kubelet.register(api, boot, ip=ip, version=cluster.get("version"), system_uuid=host.system_uuid, now=now)
         kubelet.renew_lease(api, boot.node_name, now)
         key = f"{cluster['endpoint']}/{boot.node_name}"
+        with self.lock:
+            # a new instance brings a new kubelet: a fault injected into the old one does not carry over
+            self.state["kubelet_stopped"] = [k for k in self.state["kubelet_stopped"] if k != key]
         self.state["nodes"][key] = {
             "name": boot.node_name,
             "endpoint": cluster["endpoint"],
