@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-import yaml
+try:
+    import yaml
+except ImportError:  # PyYAML comes with ansible-core; the modules report it missing otherwise
+    yaml = None
 
 HEADER = "## template: jinja\n#cloud-config\n\n"
 PLACEHOLDER = (
@@ -12,17 +15,25 @@ PLACEHOLDER = (
 SENTINEL = "echo success > /run/cluster-api/bootstrap-success.complete"
 
 
-class _Dumper(yaml.SafeDumper):
-    pass
+_DUMPER = None
 
 
-def _str(dumper, value: str):
-    if "\n" in value:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+def _dumper():
+    """A SafeDumper writing multi-line strings as literal blocks, as cloud-config files are usually read."""
+    global _DUMPER
+    if _DUMPER is None:
 
+        class Dumper(yaml.SafeDumper):
+            pass
 
-_Dumper.add_representer(str, _str)
+        def represent_str(dumper, value: str):
+            if "\n" in value:
+                return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+            return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+        Dumper.add_representer(str, represent_str)
+        _DUMPER = Dumper
+    return _DUMPER
 
 
 def write_file(path: str, content: str, permissions: str = "0640", owner: str = "root:root", encoding=None) -> dict:
@@ -74,11 +85,11 @@ def document(
         doc["fs_setup"] = fs_setup
     if mounts:
         doc["mounts"] = mounts
-    return HEADER + yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=10000)
+    return HEADER + yaml.dump(doc, Dumper=_dumper(), sort_keys=False, default_flow_style=False, width=10000)
 
 
 def kubeadm_yaml(*documents: dict, leading_separator: bool = True) -> str:
     """Kubeadm config documents, keys sorted as the Kubernetes serializer writes them."""
-    parts = [yaml.dump(d, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=10000) for d in documents]
+    parts = [yaml.dump(d, Dumper=_dumper(), sort_keys=True, default_flow_style=False, width=10000) for d in documents]
     text = "---\n".join(parts)
     return ("---\n" + text) if leading_separator else text

@@ -23,7 +23,10 @@ try:
 except ImportError:  # reported by the modules with missing_required_lib
     HAS_CRYPTOGRAPHY = False
 
-import yaml
+try:
+    import yaml
+except ImportError:  # PyYAML comes with ansible-core; the modules report it missing otherwise
+    yaml = None
 
 # The CA Secrets of a cluster: suffix -> (cert file, key file) under certificatesDir.
 CA_SECRETS = {
