@@ -264,13 +264,6 @@ class DataManager(AddressesMixin):
             status.pop("errorMessage", None)
             if error:
                 status["errorMessage"] = error
-            conditions.set_condition(
-                {"status": status, "metadata": d["metadata"]},
-                names.READY,
-                ready,
-                "" if ready else "IPAllocationFailed",
-                error or "",
-            )
             changed = status != (d.get("status") or {})
             d["status"] = status
             return changed
