@@ -168,7 +168,7 @@ def ca_cert_hashes(ca_cert_pem: str) -> list[str]:
 def new_token() -> str:
     """A kubeadm bootstrap token ``[a-z0-9]{6}.[a-z0-9]{16}``."""
     pick = secrets.choice
-    return "".join(pick(_TOKEN_CHARS) for _ in range(6)) + "." + "".join(pick(_TOKEN_CHARS) for _ in range(16))
+    return "".join(pick(_TOKEN_CHARS) for _i in range(6)) + "." + "".join(pick(_TOKEN_CHARS) for _i in range(16))
 
 
 def token_secret(token: str, ttl_seconds: int, now: datetime.datetime | None = None) -> dict:

@@ -442,7 +442,7 @@ def reconcile_machine_set(store, ms: dict, cluster: dict, *, check: bool = False
             deleted.append(meta.name(victim))
             if not check:
                 store.delete("Machine", meta.name(victim), ns)
-    for _ in range(replicas - len(live)):
+    for _i in range(replicas - len(live)):
         created.append(_create_set_machine(store, ms, cname, check))
     ready = sum(1 for m in live if _has_node(m))
     done = not created and not deleted and ready == replicas and len(live) == replicas
