@@ -16,6 +16,8 @@ description:
   - Then reconciles the pool as the IPAM controller does - finalizer C(ippool.ipam.metal3.io), the
     C(cluster.x-k8s.io/cluster-name) and C(cluster.x-k8s.io/provider=ipam-metal3) labels and a Cluster owner
     reference when C(clusterName) is set, and C(status.indexes) (claim name to IP) rebuilt from the IPAddresses.
+  - Claims do not rewrite the pool (so that allocating stays cheap however full the pool is); C(status.indexes) is
+    refreshed when this module runs. M(baremetal.capi.ippool_info) always reads the live allocations.
   - A pool with addresses allocated is not deleted; the task fails naming the claims (upstream keeps such a pool
     waiting).
 author:
