@@ -179,7 +179,14 @@ def test_metal3_reboot_remediation_through_redfish(mlab):
     core = ml.workload()
     from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import pki
 
-    core.create_namespaced_secret("kube-system", pki.token_secret(ml.token, 3600))
+    def token_created():
+        try:
+            core.create_namespaced_secret("kube-system", pki.token_secret(ml.token, 3600))
+        except Exception:  # noqa: BLE001 - the workload API server is still starting
+            return False
+        return True
+
+    eventually(token_created, "the workload API (kubeadm init on cp-0)")
     ml.play([{"baremetal.capi.metal3_machine": {"cluster": ml.cluster}}])
     assert (_host_of(ml, "wa"), _host_of(ml, "wb")) == (wa_host["name"], wb_host["name"])
     for name in (wa_host["name"], wb_host["name"]):
