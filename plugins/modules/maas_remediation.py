@@ -30,7 +30,7 @@ description:
     and never power cycles the machine twice for the same retry.
   - O(state=absent) deletes the remediations - the power-off request is taken back and the Node restored first.
 author:
-  - baremetal.capi contributors
+  - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
   - baremetal.capi.maas
@@ -57,7 +57,7 @@ options:
     choices: [present, absent]
     default: present
   strategy:
-    description: C(spec.strategy); without it, C({type: Reboot}) and the defaults.
+    description: C(spec.strategy); without it, type V(Reboot) and the defaults.
     type: dict
     suboptions:
       type:

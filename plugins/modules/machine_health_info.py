@@ -22,7 +22,7 @@ description:
   - The Nodes are read from the workload cluster through the C(<cluster>-kubeconfig) Secret (or
     O(workload_kubeconfig)), each cluster's once.
 author:
-  - baremetal.capi contributors
+  - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
   - baremetal.capi.attributes.INFO_MODULE

@@ -21,7 +21,7 @@ description:
   - CAPM3 runs this every 60 seconds; schedule C(playbooks/sync_labels.yml) (for example as an AWX schedule) to do
     the same.
 author:
-  - baremetal.capi contributors
+  - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
 attributes:

@@ -34,7 +34,7 @@ description:
     collection).
   - O(state=absent) deletes the remediations - the power-off request is taken back and the Node restored first.
 author:
-  - baremetal.capi contributors
+  - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
 attributes:
@@ -63,7 +63,7 @@ options:
     description: A Metal3RemediationTemplate to create the remediation from (its C(spec.template.spec)).
     type: str
   strategy:
-    description: C(spec.strategy) when there is no O(template); without either, C({type: Reboot}) and the defaults.
+    description: C(spec.strategy) when there is no O(template); without either, type V(Reboot) and the defaults.
     type: dict
     suboptions:
       type:
