@@ -1,0 +1,161 @@
+"""The pool side of the IP address manager: IPPool create/update/delete and status.
+
+Mirrors ip-address-manager's IPPool webhook (validation in ipaddr.py) and the
+pool reconcile (finalizer, cluster label and owner, ``status.indexes`` rebuilt
+from every IPAddress naming the pool).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, Invalid, NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import ipaddr
+from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, kinds, meta, names
+
+PROVIDER_LABEL = "cluster.x-k8s.io/provider"
+PROVIDER_VALUE = "ipam-metal3"
+_RETRIES = 50
+
+
+def _now() -> str:
+    return conditions.now_rfc3339()
+
+
+def retry_conflicts(fn):
+    """Run ``fn`` again on Conflict (optimistic concurrency: re-read and retry)."""
+    for _ in range(_RETRIES):
+        try:
+            return fn()
+        except Conflict:
+            continue
+    return fn()
+
+
+def address_name(pool: dict, ip: str) -> str:
+    return ipaddr.address_name(pool["spec"].get("namePrefix", ""), ip)
+
+
+# -- the manager --------------------------------------------------------------------
+
+
+class PoolsMixin:
+    """Needs ``self.store`` (IPAM)."""
+
+    def get_pool(self, name: str, namespace: str, where: str | None = None, field: str | None = None) -> dict:
+        try:
+            return self.store.get("IPPool", name, namespace)
+        except NotFound:
+            raise Invalid(f'pool "{name}" not found', obj=where or f"IPPool {namespace}/{name}", field=field) from None
+
+    def apply_pool(self, obj: dict, check: bool = False) -> tuple[bool, dict]:
+        """Create or update an IPPool (webhook validation first), then reconcile it."""
+        obj = meta.deepcopy(obj)
+        obj.setdefault("spec", {}).setdefault("allocationStrategy", "sequential")  # webhook default
+        ns, name = meta.namespace(obj) or "default", meta.name(obj)
+        obj["metadata"]["namespace"] = ns
+        try:
+            old = self.store.get("IPPool", name, ns)
+        except NotFound:
+            old = None
+        ipaddr.validate_pool(obj, old, in_use=self.allocations(old).keys() if old else ())
+        if old is None:
+            if check:
+                return True, obj
+            created = self.store.create(obj)
+            return True, self.reconcile_pool(created)
+        merged = meta.deepcopy(old)
+        merged["spec"] = obj["spec"]
+        for key in ("labels", "annotations"):
+            if obj["metadata"].get(key):
+                merged["metadata"].setdefault(key, {}).update(obj["metadata"][key])
+        changed = merged["spec"] != old["spec"] or merged["metadata"] != old["metadata"]
+        if check:
+            return changed, merged
+        if changed:
+            merged = self.store.update(merged)
+        after = self.reconcile_pool(merged)
+        return changed, after
+
+    def reconcile_pool(self, pool: dict) -> dict:
+        """Finalizer, cluster label and owner, and status.indexes rebuilt from the IPAddresses."""
+
+        def attempt():
+            cur = self.store.get("IPPool", meta.name(pool), meta.namespace(pool))
+            new = meta.deepcopy(cur)
+            if not meta.is_deleting(new):
+                meta.add_finalizer(new, names.IPPOOL_FINALIZER)
+            cluster = new["spec"].get("clusterName")
+            if cluster:
+                labels = new["metadata"].setdefault("labels", {})
+                labels[names.CLUSTER_NAME_LABEL] = cluster
+                labels[PROVIDER_LABEL] = PROVIDER_VALUE
+                try:
+                    meta.set_owner(new, self.store.get("Cluster", cluster, meta.namespace(new)))
+                except NotFound:
+                    pass
+            if new["metadata"] != cur["metadata"]:
+                new = self.store.update(new)
+            indexes = {c: a for a, c in self.allocations(new).items()}
+            status = dict(new.get("status") or {})
+            if status.get("indexes", {}) != indexes or "lastUpdated" not in status:
+                status["indexes"] = indexes
+                status["lastUpdated"] = _now()
+                if not indexes:
+                    status.pop("indexes")
+                new["status"] = status
+                new = self.store.update_status(new)
+            return new
+
+        return retry_conflicts(attempt)
+
+    def allocations(self, pool: dict) -> dict:
+        """{ip: claim name} of every IPAddress (Metal3 and CAPI) naming the pool."""
+        out = {}
+        name, ns = meta.name(pool), meta.namespace(pool)
+        for addr in self.store.list(kinds.M3_IPADDRESS, ns):
+            if (addr.get("spec") or {}).get("pool", {}).get("name") == name:
+                out[addr["spec"]["address"]] = addr["spec"].get("claim", {}).get("name", "")
+        for addr in self.store.list(kinds.CAPI_IPADDRESS, ns):
+            if (addr.get("spec") or {}).get("poolRef", {}).get("name") == name:
+                out[addr["spec"]["address"]] = addr["spec"].get("claimRef", {}).get("name", "")
+        return out
+
+    def pool_info(self, pool: dict) -> dict:
+        allocated = self.allocations(pool)
+        ranges = ipaddr.Ranges(pool["spec"])
+        taken = set(allocated) | {ipaddr.normalize(a) for a in (pool["spec"].get("preAllocations") or {}).values()}
+        capacity = ranges.total
+        return {
+            "allocations": {c: a for a, c in allocated.items()},
+            "capacity": capacity,
+            "allocated": len(allocated),
+            "free": max(0, capacity - len(taken)) if capacity is not None else None,
+        }
+
+    def delete_pool(self, name: str, namespace: str, check: bool = False) -> bool:
+        """Delete a pool with no allocations (upstream waits for 0 allocations; we refuse instead)."""
+        try:
+            pool = self.store.get("IPPool", name, namespace)
+        except NotFound:
+            return False
+        used = self.allocations(pool)
+        if used:
+            raise Invalid(
+                f"{len(used)} address(es) still allocated ({', '.join(sorted(used.values())[:5])}...): "
+                "release the claims first",
+                obj=meta.ref(pool),
+                field="status.indexes",
+            )
+        if check:
+            return True
+        self.store.delete("IPPool", name, namespace)
+
+        def drop():
+            cur = self.store.get("IPPool", name, namespace)
+            meta.remove_finalizer(cur, names.IPPOOL_FINALIZER)
+            self.store.update(cur)
+
+        try:
+            retry_conflicts(drop)
+        except NotFound:
+            pass
+        return True
