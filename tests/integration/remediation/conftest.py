@@ -136,3 +136,58 @@ def reregister(core, old: dict) -> None:
 
 # The MAAS world: the MAAS tests' simulator client, ansible-playbook runner and fixtures (tests/integration/maas)
 from tests.integration.maas.conftest import Play, Sim, maas_lab, play, sim, store, tag  # noqa: E402, F401
+
+
+def run_playbook(book: str, tmp: Path, extra_vars: dict, registered: list[str], *flags: str, background=False):
+    """ansible-playbook on one of the collection's playbooks (as an AWX job would run it), then a second play
+    that saves the named registered variables to a file: returns ``(proc, read)`` where ``read()`` gives
+    ``(returncode, {name: result}, output)`` once it ends."""
+    import os
+    import subprocess
+    import sys
+    import uuid
+
+    import yaml
+
+    from lab.config import REPO
+
+    out_file = tmp / f"registered-{uuid.uuid4().hex[:6]}.json"
+    content = "{{ {" + ", ".join(f"'{n}': ({n} | default(None))" for n in registered) + "} | to_json }}"
+    wrapper = [
+        {"import_playbook": str(REPO / "playbooks" / book)},
+        {
+            "name": "Save the results",
+            "hosts": "localhost",
+            "gather_facts": False,
+            "tasks": [
+                {
+                    "name": "Save",
+                    "ansible.builtin.copy": {"content": content, "dest": str(out_file)},
+                    "check_mode": False,
+                }
+            ],
+        },
+    ]
+    path = tmp / f"wrapper-{uuid.uuid4().hex[:6]}.yml"
+    path.write_text(yaml.safe_dump(wrapper, sort_keys=False))
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=str(REPO / "build"),
+        ANSIBLE_LOCALHOST_WARNING="False",
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
+    )
+    argv = [
+        str(Path(sys.executable).with_name("ansible-playbook")),
+        str(path),
+        "-e",
+        json.dumps({"ansible_python_interpreter": sys.executable, **extra_vars}),
+        *flags,
+    ]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def read(timeout=1800):
+        out, err = proc.communicate(timeout=timeout)
+        results = json.loads(out_file.read_text()) if out_file.exists() else {}
+        return proc.returncode, results, out[-6000:] + err[-3000:]
+
+    return proc, read

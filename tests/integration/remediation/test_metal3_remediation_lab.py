@@ -18,11 +18,7 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -32,10 +28,9 @@ from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import choos
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions
 from ansible_collections.baremetal.capi.plugins.module_utils.remediation import reboot
 from ansible_collections.baremetal.capi.plugins.module_utils.remediation.targets import Metal3Target
-from lab.config import REPO
 from lab.nodesim import client as nodesim
 
-from .conftest import PowerHistory, bmc_power, eventually, free_redfish_hosts, redfish_entry
+from .conftest import PowerHistory, bmc_power, eventually, free_redfish_hosts, redfish_entry, run_playbook
 
 pytestmark = pytest.mark.timeout(2400)
 
@@ -103,17 +98,9 @@ def _ready(node) -> str:
     return wl.node_ready(node) if node else "gone"
 
 
-def _remediate_playbook(ml, *extra: str) -> subprocess.Popen:
+def _remediate_playbook(ml):
     """playbooks/remediate.yml as an AWX schedule would run it, on this test's store and cluster."""
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=str(REPO / "build"),
-        ANSIBLE_LOCALHOST_WARNING="False",
-        ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
-        ANSIBLE_STDOUT_CALLBACK="json",
-    )
     extra_vars = {
-        "ansible_python_interpreter": sys.executable,
         "capi_cluster": ml.cluster,
         "capi_namespace": ml.ns,
         "capi_store": {"path": ml.db},
@@ -123,23 +110,7 @@ def _remediate_playbook(ml, *extra: str) -> subprocess.Popen:
         "capi_host_driver_options": {"ironic_url": ml.inv["ironic"]["url"], "poll": 1},
         "capi_remediation_timeout": 900,
     }
-    argv = [
-        str(Path(sys.executable).with_name("ansible-playbook")),
-        str(REPO / "playbooks" / "remediate.yml"),
-        "-e",
-        json.dumps(extra_vars),
-        *extra,
-    ]
-    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _task_results(stdout: str) -> dict:
-    """Task name -> the localhost result, from the json callback."""
-    out = {}
-    for play in json.loads(stdout)["plays"]:
-        for task in play["tasks"]:
-            out[task["task"]["name"]] = task["hosts"]["localhost"]
-    return out
+    return run_playbook("remediate.yml", ml.tmp, extra_vars, ["capi_health", "capi_remediated"])
 
 
 def test_metal3_reboot_remediation_through_redfish(mlab):
@@ -200,17 +171,16 @@ def test_metal3_reboot_remediation_through_redfish(mlab):
     time.sleep(2)  # Unknown for a moment: the health check's clock has moved past the transition
     taint = PowerHistory(lambda: "tainted" if _tainted(_node(core, wa_host["name"])) else "clear")
     with PowerHistory(lambda: bmc_power(wa_host)) as power, taint:
-        proc = _remediate_playbook(ml)
+        proc, read = _remediate_playbook(ml)
         # the reboot cures the kubelet: once the BMC reports the host off, the kubelet will start with it
         eventually(lambda: power.offs() >= 1 or proc.poll() is not None, "wa powered off (BMC)")
         nodesim.start_kubelet(ml.cfg, wa_host["name"], cluster=ml.endpoint)
-        out, err = proc.communicate(timeout=1200)
+        rc, results, output = read(timeout=1200)
         eventually(lambda: power.values[-1:] == ["On"], "wa back on (BMC)", patience=30)
-    assert proc.returncode == 0, out[-6000:] + err[-3000:]
-    results = _task_results(out)
-    health = results["Judge the machines (MachineHealthCheck rule)"]
+    assert rc == 0, output
+    health = results["capi_health"]
     assert [m["machine"] for m in health["unhealthy"]] == ["wa"], health["machines"]
-    rem_res = results["Remediate the Metal3 machines"]
+    rem_res = results["capi_remediated"]
     assert rem_res["changed"] and rem_res["remediations"][0]["outcome"] == "remediated", rem_res
     # the BMC saw exactly one power cycle; the Node was tainted while off and is Ready and untainted now
     assert power.values[-3:] == ["On", "Off", "On"] and power.offs() == 1, power.values
@@ -227,10 +197,11 @@ def test_metal3_reboot_remediation_through_redfish(mlab):
     assert ml.node(wa_host["name"]).power_state == "power on"
     # converged: the playbook again finds nothing to do and powers nothing
     with PowerHistory(lambda: bmc_power(wa_host)) as quiet:
-        again = _remediate_playbook(ml)
-        out2, err2 = again.communicate(timeout=600)
-    assert again.returncode == 0, out2[-4000:] + err2[-2000:]
-    assert _task_results(out2)["Judge the machines (MachineHealthCheck rule)"]["unhealthy"] == []
+        _again, read_again = _remediate_playbook(ml)
+        rc2, results2, output2 = read_again(timeout=600)
+    assert rc2 == 0, output2
+    assert results2["capi_health"]["unhealthy"] == []
+    assert results2["capi_remediated"].get("skipped") is True  # nothing to remediate
     assert quiet.offs() == 0
 
     # --- wb: never comes back; injected clock, delete fencing --------------------------------------------
