@@ -30,7 +30,13 @@ import datetime
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Forbidden, Invalid, NotFound, Requeue
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
+    CapiError,
+    Forbidden,
+    Invalid,
+    NotFound,
+    Requeue,
+)
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.remediation import common, fencing
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
@@ -300,8 +306,10 @@ class Remediator:
             patch = fencing.restore_patch(node, meta.annotations(rem))
             if patch:
                 client.patch_node(meta.name(node), patch)
-        except Forbidden:
-            pass  # CAPM3: without access to the Node, just drop the finalizer
+        except CapiError as exc:
+            # CAPM3: without access to the Node (Forbidden), just drop the finalizer
+            if not isinstance(exc, Forbidden) and "answered 403" not in str(exc):
+                raise
 
         def let_go(r):
             ann = r["metadata"].get("annotations") or {}
