@@ -121,7 +121,7 @@ def test_eight_playbooks_24_machines_24_hosts(mlab):
 def test_eight_playbooks_24_machines_20_hosts_losers_wait(mlab):
     ml = mlab
     _setup(ml, 20)
-    results = _race(ml, timeout=240)
+    results = _race(ml, timeout=180)
     machines = [m for r in results for m in r["machines"]]
     by_host, by_machine = _claims(ml)
     assert len(by_machine) == 20 and len(set(by_machine.values())) == 20
