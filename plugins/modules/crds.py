@@ -17,8 +17,8 @@ description:
     collection stores; the upstream controllers' CRDs (Cluster API, CAPM3, BMO) are never replaced. Such kinds are
     listed in RV(skipped) with the reason.
   - A CRD this module made earlier (label C(app.kubernetes.io/managed-by=baremetal.capi)) is updated when it differs.
-  - With the sqlite store there is nothing to install; the module reports RV(changed=false).
-  - The same manifests are in the collection's C(crds/) folder for C(kubectl apply).
+  - With the sqlite store there is nothing to install; the module reports C(changed=false).
+  - The same manifests are in the collection's C(crds/) folder for C(kubectl apply -f crds/).
 author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:

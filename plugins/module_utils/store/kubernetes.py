@@ -273,7 +273,7 @@ class KubernetesStore:
             return self._request("PUT", k, where, url, body=body)
         # No resourceVersion: an unconditional update (custom resources insist on
         # one, so take the current one and retry if someone slips in between).
-        for _ in range(5):
+        for _attempt in range(5):
             md["resourceVersion"] = self.get(k, md["name"], ns)["metadata"]["resourceVersion"]
             try:
                 return self._request("PUT", k, where, url, body=body)
