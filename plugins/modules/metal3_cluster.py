@@ -23,7 +23,7 @@ description:
   - O(state=absent) deletes the Metal3Cluster; it stays (finalizer) until no Metal3Machine or Machine of the cluster
     is left, as CAPM3 waits for the descendants.
 author:
-  - baremetal.capi contributors
+  - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
   - baremetal.capi.attributes
@@ -172,18 +172,18 @@ def main():
         if p["state"] == "present":
             definition = _definition(p, ns)
             if definition is not None:
-                changed, _ = m3cluster.apply(store, definition, check=module.check_mode)
+                changed, _applied = m3cluster.apply(store, definition, check=module.check_mode)
             elif before is None:
                 module.fail(f"Metal3Cluster {ns}/{p['name']} does not exist: control_plane_endpoint is required")
             if module.check_mode and before is None:
                 module.exit(changed=True, before=None, after=definition, message="would be created")
 
-            def step(_):
+            def step(_key):
                 return m3cluster.reconcile(store, p["name"], ns, check=module.check_mode)
 
         else:
 
-            def step(_):
+            def step(_key):
                 return m3cluster.remove(store, p["name"], ns, check=module.check_mode)
 
         [res] = runner.run(

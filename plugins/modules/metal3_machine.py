@@ -35,7 +35,7 @@ description:
   - In check mode nothing is written; each machine reports the host it would get (two machines of one task are
     never promised the same host).
 author:
-  - baremetal.capi contributors
+  - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
   - baremetal.capi.attributes

@@ -15,7 +15,7 @@ description:
     the phase and nodeRef of its Machine.
   - Use M(baremetal.capi.metal3_machine) in check mode to see which host a machine would get.
 author:
-  - baremetal.capi contributors
+  - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
   - baremetal.capi.attributes.INFO_MODULE

@@ -170,7 +170,7 @@ def claim(store, m3m: dict, machine: dict, *, prepare=None, check: bool = False,
     list and choose again.
     """
     cluster_name = machine["spec"]["clusterName"]
-    for _ in range(CLAIM_ATTEMPTS):
+    for _attempt in range(CLAIM_ATTEMPTS):
         host, reason = choose_host(store, m3m, machine, rng, exclude)
         if host is None:
             raise Requeue(reason, after=30, obj=meta.ref(m3m))

@@ -66,7 +66,7 @@ def associated_host(store, m3m: dict) -> dict | None:
 def mutate_host(store, host: dict, change) -> dict:
     """Re-read, ``change(host) -> bool``, write; retried on Conflict (the host driver writes status meanwhile)."""
     ns, name = hosts.key(host)
-    for _ in range(_HOST_WRITE_ATTEMPTS):
+    for _attempt in range(_HOST_WRITE_ATTEMPTS):
         current = store.get(hosts.KIND, name, ns)
         new = copy.deepcopy(current)
         if not change(new):
