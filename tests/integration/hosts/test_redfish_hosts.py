@@ -155,7 +155,7 @@ def test_register_12_provision_3_power_reboot_deprovision(hostlab):
 
 def test_deploy_fault_surfaces_ironic_error_and_a_later_run_recovers(hostlab):
     hl = hostlab
-    i = 5
+    i = 7
     h = hl.host(i)
     entry = hl.bmh_entry(i)
     hl.play([{"baremetal.capi.baremetalhost": {"hosts": [entry], "wait": True}}])
