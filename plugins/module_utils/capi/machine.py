@@ -222,6 +222,29 @@ def node_patch(machine: dict, node: dict) -> dict | None:
     return patch or None
 
 
+def apply_ownership(machine: dict, cluster: dict | None) -> bool:
+    """The finalizer, the cluster-name label, and the Cluster as owner of an orphan Machine (§2.1)."""
+    changed = meta.add_finalizer(machine, names.MACHINE_FINALIZER)
+    labels = machine["metadata"].setdefault("labels", {})
+    if labels.get(names.CLUSTER_NAME_LABEL) != machine["spec"]["clusterName"]:
+        labels[names.CLUSTER_NAME_LABEL] = machine["spec"]["clusterName"]
+        changed = True
+    if cluster is not None and not refs.controller_owner(machine):
+        changed |= meta.set_owner(machine, cluster)
+    return changed
+
+
+def ensure_ownership(store, machine: dict, cluster: dict | None, check: bool = False) -> dict:
+    """What the Machine controller does first, before any provider acts: see apply_ownership."""
+    if meta.is_deleting(machine):
+        return machine
+    after = copy.deepcopy(machine)
+    if not apply_ownership(after, cluster) or check:
+        return machine
+    after.pop("status", None)
+    return store.update(after)
+
+
 def nodes_with_provider_id(nodes: list[dict], provider_id: str) -> list[dict]:
     return [n for n in nodes if (n.get("spec") or {}).get("providerID") == provider_id]
 
@@ -269,14 +292,7 @@ def reconcile(store, machine: dict, *, workload=None, clock=None, check: bool = 
     ns = meta.namespace(machine)
     cluster = refs.get_or_none(store, "Cluster", machine["spec"]["clusterName"], ns)
     after = copy.deepcopy(machine)
-    changed = meta.add_finalizer(after, names.MACHINE_FINALIZER)
-    labels = after["metadata"].setdefault("labels", {})
-    if labels.get(names.CLUSTER_NAME_LABEL) != after["spec"]["clusterName"]:
-        labels[names.CLUSTER_NAME_LABEL] = after["spec"]["clusterName"]
-        changed = True
-    if cluster is not None and not refs.controller_owner(after):
-        # A Machine without a controller owner is adopted by the Cluster (§2.1 Ownership).
-        changed |= meta.set_owner(after, cluster)
+    changed = apply_ownership(after, cluster)
     if refs.is_paused(cluster, machine):
         changed |= conditions.set_condition(after, names.PAUSED, True, names.PAUSED_REASON, clock=clock)
         if not check and changed:

@@ -161,6 +161,7 @@ class MachineManager:
         cluster = refs.get_or_none(self.store, "Cluster", cluster_name, ns)
         if cluster is None:
             raise Requeue(f"waiting for Cluster {ns}/{cluster_name}", after=10)
+        machine = capi_machine.ensure_ownership(self.store, machine, cluster, check=check)
         cstep = capi_cluster.reconcile(self.store, cluster, clock=self.clock, check=check)
         if not cstep.done:
             self._cond(

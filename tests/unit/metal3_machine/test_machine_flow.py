@@ -203,3 +203,56 @@ def test_wait_for_provisioned_is_done_with_the_host(store):
     assert step.done and "host h0 provisioned" in step.message and "c1-kubeconfig" in step.message
     with pytest.raises(Requeue, match="c1-kubeconfig"):
         manager(store).step("w1", "default")  # waiting for running: not done
+
+
+def test_node_reuse_delete_labels_host_for_the_deployment_and_it_comes_back(store):
+    from capi_objects import put
+
+    from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
+
+    make_world(store, n_hosts=2)
+    put(store, meta.new("Metal3MachineTemplate", "workers-t", "default", spec={"nodeReuse": True, "template": {}}))
+    md = put(store, meta.new("MachineDeployment", "workers", "default", spec={"clusterName": "c1"}))
+    ms = meta.new(
+        "MachineSet",
+        "workers-abc",
+        "default",
+        spec={"clusterName": "c1", "template": {"spec": {"infrastructureRef": {
+            "apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "Metal3MachineTemplate", "name": "workers-t"}}}},
+    )  # fmt: skip
+    ms["metadata"]["ownerReferences"] = [meta.owner_reference(md, controller=True)]
+    ms = put(store, ms)
+    for name in ("w1", "w2"):
+        add_machine(store, name)
+        mach = store.get("Machine", name, "default")
+        mach["metadata"]["ownerReferences"] = [meta.owner_reference(ms, controller=True)]
+        store.update(mach)
+    mgr = manager(store)
+    mgr.step("w1", "default")
+    host = host_of(store, "w1")
+    play_bmo_available(store, host)
+    assert mgr.delete_step("w1", "default").done
+    released = store.get("BareMetalHost", host, "default")
+    assert released["metadata"]["labels"][names.NODE_REUSE_LABEL] == "md-workers"
+    assert released["spec"]["consumerRef"]["kind"] == "Cluster" and released["spec"]["consumerRef"]["name"] == "c1"
+    # the next machine of the deployment gets that host back, via node reuse
+    step = mgr.step("w2", "default")
+    assert host_of(store, "w2") == host, step.message
+    cond = conditions.get(store.get("Metal3Machine", "w2", "default"), names.ASSOCIATE_BMH)
+    assert cond["reason"] == names.ASSOCIATE_BMH_VIA_NODE_REUSE_SUCCESS_REASON
+    assert names.NODE_REUSE_LABEL not in store.get("BareMetalHost", host, "default")["metadata"]["labels"]
+
+
+def test_failure_domain_copied_from_machine_and_preferred(store):
+    make_world(store, n_hosts=0)
+    from capi_objects import bmh, put
+
+    put(store, bmh("h-a", labels={names.FAILURE_DOMAIN_LABEL: "fd-a"}))
+    put(store, bmh("h-b", labels={names.FAILURE_DOMAIN_LABEL: "fd-b"}))
+    add_machine(store, "w1")
+    mach = store.get("Machine", "w1", "default")
+    mach["spec"]["failureDomain"] = "fd-b"
+    store.update(mach)
+    manager(store).step("w1", "default")
+    assert store.get("Metal3Machine", "w1", "default")["spec"]["failureDomain"] == "fd-b"
+    assert host_of(store, "w1") == "h-b"
