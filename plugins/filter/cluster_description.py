@@ -1,0 +1,349 @@
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""One cluster description (the ``capi_cluster`` variable) -> the Cluster API objects that make it.
+
+docs/cluster-description.md documents the description.  The roles write what
+these filters return with ``baremetal.capi.object``; keeping the mapping in
+Python keeps it testable and keeps cloud-init's own ``{{ ds.meta_data.* }}``
+away from Ansible's templating (a filter's output is never templated again).
+
+- ``capi_objects(desc, part)``: ``part`` is ``cluster`` (Cluster, MaasCluster),
+  ``bootstrap`` (KubeadmConfigTemplates), ``machines`` (infrastructure machine
+  templates, KubeadmControlPlane, MachineDeployments);
+- ``capi_names(desc)``: the names the roles refer to;
+- ``capi_machine_table(rows)``: the final table as lines of text.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+
+CAPI = "cluster.x-k8s.io"
+INFRA = "infrastructure.cluster.x-k8s.io"
+CONTROLPLANE = "controlplane.cluster.x-k8s.io"
+BOOTSTRAP = "bootstrap.cluster.x-k8s.io"
+CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
+DEFAULT_VERSION = "v1.34.4"
+
+# CAPM3's cluster templates: the host's uuid as a Node label and the providerID from the host's meta_data,
+# both rendered by cloud-init on the host (the data carries "## template: jinja").
+METAL3_NODE_NAME = "{{ ds.meta_data.name }}"
+METAL3_NODE_LABELS = "metal3.io/uuid={{ ds.meta_data.uuid }}"
+METAL3_PROVIDER_ID = "metal3://{{ ds.meta_data.providerid }}"
+
+_INFRA = {
+    "metal3": ("Metal3Cluster", "Metal3MachineTemplate", "v1beta2"),
+    "maas": ("MaasCluster", "MaasMachineTemplate", "v1beta1"),
+}
+
+
+class DescriptionError(ValueError):
+    pass
+
+
+def _version(desc: dict) -> str:
+    v = str(desc.get("kubernetes_version") or DEFAULT_VERSION)
+    return v if v.startswith("v") else "v" + v
+
+
+def _provider(desc: dict) -> str:
+    provider = desc.get("provider")
+    if provider not in _INFRA:
+        raise DescriptionError(f"capi_cluster.provider: must be metal3 or maas, got {provider!r}")
+    return provider
+
+
+def _meta(kind: str, api: str, name: str, desc: dict, labels: dict | None = None) -> dict:
+    md = {"name": name, "namespace": desc.get("namespace") or "default"}
+    md["labels"] = {CLUSTER_NAME_LABEL: desc["name"], **(labels or {})}
+    return {"apiVersion": api, "kind": kind, "metadata": md}
+
+
+def _ref(obj: dict) -> dict:
+    return {"apiGroup": obj["apiVersion"].rpartition("/")[0], "kind": obj["kind"], "name": obj["metadata"]["name"]}
+
+
+def _hash(spec) -> str:
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:6]
+
+
+def names(desc: dict) -> dict:
+    """The names of what the description makes; worker pools as they become MachineDeployments."""
+    _provider(desc)
+    cname = desc["name"]
+    deployments = []
+    for pool in desc.get("workers") or []:
+        deployments += [d["name"] for d in _deployments_of(desc, pool)]
+    cp_fds = list((desc.get("control_plane") or {}).get("failure_domains") or [])
+    worker_fds = [fd for p in desc.get("workers") or [] for fd in p.get("failure_domains") or [] if fd not in cp_fds]
+    fds = [{"name": fd, "controlPlane": True} for fd in cp_fds]
+    fds += [{"name": fd, "controlPlane": False} for fd in dict.fromkeys(worker_fds)]
+    return {
+        "cluster": cname,
+        "failure_domains": fds,
+        "namespace": desc.get("namespace") or "default",
+        "control_plane": f"{cname}-control-plane",
+        "machine_deployments": deployments,
+        "data_template": (desc.get("data_template") or {}).get("name") or f"{cname}-nodes",
+    }
+
+
+# --- kubeadm -------------------------------------------------------------------------------------------
+
+
+def _kubelet_args(desc: dict, extra: dict | None) -> list[dict]:
+    """kubeletExtraArgs as v1beta2's list: the provider's first, the description's merged in (node-labels joined)."""
+    args: dict[str, str] = {}
+    if _provider(desc) == "metal3":
+        args["node-labels"] = METAL3_NODE_LABELS
+        args["provider-id"] = METAL3_PROVIDER_ID
+    kubeadm = desc.get("kubeadm") or {}
+    for source in (kubeadm.get("kubelet_extra_args") or {}, extra or {}):
+        for key, value in source.items():
+            if key == "node-labels" and args.get(key):
+                args[key] = f"{args[key]},{value}"
+            else:
+                args[key] = str(value)
+    return [{"name": k, "value": v} for k, v in args.items()]
+
+
+def _node_registration(desc: dict, extra_args: dict | None) -> dict:
+    reg: dict = {}
+    if _provider(desc) == "metal3":
+        reg["name"] = METAL3_NODE_NAME
+    args = _kubelet_args(desc, extra_args)
+    if args:
+        reg["kubeletExtraArgs"] = args
+    return reg
+
+
+def kubeadm_config_spec(desc: dict, *, control_plane: bool, pool: dict | None = None) -> dict:
+    """A KubeadmConfigSpec: node registration, commands, files, users (CABPK injects the rest)."""
+    kubeadm = desc.get("kubeadm") or {}
+    extra = ((pool or desc.get("control_plane") or {}).get("kubelet_extra_args")) or None
+    reg = _node_registration(desc, extra)
+    spec: dict = {"joinConfiguration": {"nodeRegistration": copy.deepcopy(reg)}}
+    if control_plane:
+        spec["initConfiguration"] = {"nodeRegistration": copy.deepcopy(reg)}
+    for key, field in (
+        ("pre_commands", "preKubeadmCommands"),
+        ("post_commands", "postKubeadmCommands"),
+        ("files", "files"),
+        ("users", "users"),
+    ):
+        if kubeadm.get(key):
+            spec[field] = copy.deepcopy(kubeadm[key])
+    if kubeadm.get("format"):
+        spec["format"] = kubeadm["format"]
+    return spec
+
+
+# --- objects -------------------------------------------------------------------------------------------
+
+
+def _cluster_objects(desc: dict) -> list[dict]:
+    provider = _provider(desc)
+    cname = desc["name"]
+    infra_kind, _t, infra_version = _INFRA[provider]
+    net = desc.get("cluster_network") or {}
+    spec: dict = {
+        "clusterNetwork": {
+            "pods": {"cidrBlocks": list(net.get("pods") or ["192.168.0.0/16"])},
+            "services": {"cidrBlocks": list(net.get("services") or ["10.128.0.0/12"])},
+            "serviceDomain": net.get("service_domain") or "cluster.local",
+        },
+        "controlPlaneRef": {
+            "apiGroup": CONTROLPLANE,
+            "kind": "KubeadmControlPlane",
+            "name": names(desc)["control_plane"],
+        },
+        "infrastructureRef": {"apiGroup": INFRA, "kind": infra_kind, "name": cname},
+    }
+    ep = desc.get("control_plane_endpoint") or {}
+    if provider == "maas" and ep.get("host"):
+        # CAPMAAS: a DNS name given by the user is the record's name; otherwise one is made up.
+        spec["controlPlaneEndpoint"] = {"host": ep["host"], "port": int(ep.get("port") or 6443)}
+    cluster = _meta("Cluster", f"{CAPI}/v1beta2", cname, desc)
+    cluster["spec"] = spec
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": cluster["metadata"]["namespace"]}}
+    out = [namespace, cluster]
+    if provider == "maas":
+        mc = _meta("MaasCluster", f"{INFRA}/{infra_version}", cname, desc)
+        mc["spec"] = {"dnsDomain": desc.get("dns_domain") or "maas"}
+        fds = sorted({fd for p in [desc.get("control_plane") or {}] for fd in p.get("failure_domains") or []})
+        if fds:
+            mc["spec"]["failureDomains"] = fds
+        out.append(mc)
+    return out
+
+
+def _infra_template_spec(desc: dict, pool: dict) -> dict:
+    if _provider(desc) == "metal3":
+        spec: dict = {"dataTemplate": {"name": pool.get("data_template") or names(desc)["data_template"]}}
+        if not pool.get("image"):
+            raise DescriptionError(f"capi_cluster: pool {pool.get('name', 'control_plane')}: image is required")
+        spec["image"] = copy.deepcopy(pool["image"])
+        if pool.get("host_selector"):
+            spec["hostSelector"] = copy.deepcopy(pool["host_selector"])
+        spec["automatedCleaningMode"] = pool.get("automated_cleaning_mode") or "metadata"
+        return spec
+    constraints = copy.deepcopy(pool.get("constraints") or {})
+    spec = {"minCPU": constraints.pop("minCPU", 1), "minMemory": constraints.pop("minMemory", 1024)}
+    spec["image"] = pool.get("image") or "ubuntu/jammy"
+    spec.update(constraints)  # tags, resourcePool, deployInMemory: upstream's field names
+    return spec
+
+
+def _infra_template(desc: dict, pool_name: str, pool: dict) -> dict:
+    _kind, tkind, version = _INFRA[_provider(desc)]
+    spec = _infra_template_spec(desc, pool)
+    # Templates are immutable upstream: a changed one is a new template (a content-hashed name).
+    obj = _meta(tkind, f"{INFRA}/{version}", f"{desc['name']}-{pool_name}-{_hash(spec)}", desc)
+    obj["spec"] = {"template": {"spec": spec}}
+    return obj
+
+
+def _config_template(desc: dict, pool: dict) -> dict:
+    spec = kubeadm_config_spec(desc, control_plane=False, pool=pool)
+    obj = _meta("KubeadmConfigTemplate", f"{BOOTSTRAP}/v1beta2", f"{desc['name']}-{pool['name']}-{_hash(spec)}", desc)
+    obj["spec"] = {"template": {"spec": spec}}
+    return obj
+
+
+def _deployments_of(desc: dict, pool: dict) -> list[dict]:
+    """One MachineDeployment per failure domain of a pool (replicas spread, the first ones get the rest)."""
+    if not pool.get("name"):
+        raise DescriptionError("capi_cluster.workers[]: name is required")
+    replicas = int(pool.get("replicas", 1))
+    fds = list(pool.get("failure_domains") or [])
+    base = f"{desc['name']}-{pool['name']}"
+    if not fds:
+        return [{"name": base, "replicas": replicas, "failure_domain": None}]
+    out = []
+    for i, fd in enumerate(fds):
+        share = replicas // len(fds) + (1 if i < replicas % len(fds) else 0)
+        out.append({"name": f"{base}-{fd}", "replicas": share, "failure_domain": fd})
+    return out
+
+
+def _machine_objects(desc: dict, bootstrap: dict) -> list[dict]:
+    cname, version = desc["name"], _version(desc)
+    cp = desc.get("control_plane") or {}
+    out = []
+    cp_template = _infra_template(desc, "control-plane", cp)
+    out.append(cp_template)
+    kcp = _meta("KubeadmControlPlane", f"{CONTROLPLANE}/v1beta2", names(desc)["control_plane"], desc)
+    kcp["spec"] = {
+        "replicas": int(cp.get("replicas", 1)),
+        "version": version,
+        "machineTemplate": {"spec": {"infrastructureRef": _ref(cp_template)}},
+        "kubeadmConfigSpec": kubeadm_config_spec(desc, control_plane=True),
+    }
+    out.append(kcp)
+    for pool in desc.get("workers") or []:
+        template = _infra_template(desc, pool["name"], pool)
+        out.append(template)
+        for d in _deployments_of(desc, pool):
+            md = _meta("MachineDeployment", f"{CAPI}/v1beta2", d["name"], desc)
+            tspec = {
+                "clusterName": cname,
+                "version": version,
+                "bootstrap": {"configRef": _ref(bootstrap[pool["name"]])},
+                "infrastructureRef": _ref(template),
+            }
+            if d["failure_domain"]:
+                tspec["failureDomain"] = d["failure_domain"]
+            md["spec"] = {
+                "clusterName": cname,
+                "replicas": d["replicas"],
+                "template": {"metadata": {"labels": {CLUSTER_NAME_LABEL: cname}}, "spec": tspec},
+            }
+            if pool.get("deletion_order"):
+                md["spec"]["deletion"] = {"order": pool["deletion_order"]}
+            out.append(md)
+    return out
+
+
+def objects(desc: dict, part: str) -> list[dict]:
+    if not isinstance(desc, dict) or not desc.get("name"):
+        raise DescriptionError("capi_cluster: a dict with at least name and provider is required")
+    _provider(desc)
+    bootstrap = {p["name"]: _config_template(desc, p) for p in desc.get("workers") or []}
+    if part == "cluster":
+        return _cluster_objects(desc)
+    if part == "bootstrap":
+        return list(bootstrap.values())
+    if part == "machines":
+        return _machine_objects(desc, bootstrap)
+    raise DescriptionError(f"capi_objects: part must be cluster, bootstrap or machines, got {part!r}")
+
+
+def scaled(desc: dict, control_plane=None, workers=None) -> dict:
+    """The description with other replicas: ``control_plane`` (int or None) and ``workers`` ({pool: int})."""
+    out = copy.deepcopy(desc)
+    if control_plane not in (None, ""):
+        out.setdefault("control_plane", {})["replicas"] = int(control_plane)
+    known = {p.get("name") for p in out.get("workers") or []}
+    unknown = sorted(set(workers or {}) - known)
+    if unknown:
+        raise DescriptionError(f"capi_worker_replicas: no worker pool named {', '.join(unknown)}")
+    for pool in out.get("workers") or []:
+        if pool.get("name") in (workers or {}):
+            pool["replicas"] = int(workers[pool["name"]])
+    return out
+
+
+# --- the final table -----------------------------------------------------------------------------------
+
+COLUMNS = (
+    ("machine", "MACHINE"),
+    ("role", "ROLE"),
+    ("host", "HOST/SYSTEM"),
+    ("address", "ADDRESS"),
+    ("state", "STATE"),
+    ("providerID", "PROVIDER ID"),
+    ("nodeReady", "NODE READY"),
+)
+
+
+def _cell(row: dict, key: str) -> str:
+    value = row.get(key)
+    if key == "nodeReady":
+        return {True: "True", False: "False"}.get(value, "-")
+    return "-" if value in (None, "") else str(value)
+
+
+def machine_table(rows: list[dict], title: str | None = None) -> list[str]:
+    """The machines as aligned text lines (control plane first, then by name)."""
+    rows = sorted(rows or [], key=lambda r: (r.get("role") != "control-plane", r.get("machine") or ""))
+    cells = [[h for _k, h in COLUMNS]] + [[_cell(r, k) for k, _h in COLUMNS] for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(COLUMNS))]
+    lines = ["  ".join(c[i].ljust(widths[i]) for i in range(len(COLUMNS))).rstrip() for c in cells]
+    return ([title] if title else []) + lines
+
+
+def progress_line(row: dict) -> str:
+    """One machine's progress: what a retry of cluster_machines changed for it."""
+    parts = [row.get("machine") or "?", f"[{row.get('role') or '?'}]", _cell(row, "state")]
+    if row.get("host"):
+        parts.append(f"host={row['host']}")
+    if row.get("address"):
+        parts.append(f"addr={row['address']}")
+    if row.get("nodeReady") is not None:
+        parts.append(f"node={'Ready' if row['nodeReady'] else 'NotReady'}")
+    if row.get("message"):
+        parts.append(f"- {row['message']}")
+    return " ".join(parts)
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "capi_objects": objects,
+            "capi_names": names,
+            "capi_scaled": scaled,
+            "capi_kubeadm_config_spec": kubeadm_config_spec,
+            "capi_machine_table": machine_table,
+        }
