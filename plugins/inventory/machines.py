@@ -4,15 +4,6 @@
 
 from __future__ import annotations
 
-import os
-
-from ansible.errors import AnsibleError, AnsibleParserError
-from ansible.module_utils.common.text.converters import to_native
-from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
-
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, NotFound, UnknownKind
-from ansible_collections.baremetal.capi.plugins.module_utils.model import names
-
 DOCUMENTATION = r"""
 name: machines
 short_description: The Machines of Cluster API clusters in a baremetal.capi store as Ansible hosts
@@ -147,6 +138,14 @@ compose:
 #   ansible -i inventory.capi.machines.yml test1_control_plane -m ansible.builtin.ping
 """
 
+import os  # noqa: E402 (imports follow the docs)
+
+from ansible.errors import AnsibleError, AnsibleParserError  # noqa: E402 (imports follow the docs)
+from ansible.module_utils.common.text.converters import to_native  # noqa: E402 (imports follow the docs)
+from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable  # noqa: E402 (imports follow the docs)
+
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, NotFound, UnknownKind  # noqa: E402 (imports follow the docs)
+from ansible_collections.baremetal.capi.plugins.module_utils.model import names  # noqa: E402 (imports follow the docs)
 
 # The variables the modules read too (module_utils/module.py)
 STORE_KIND_ENV = "BAREMETAL_CAPI_STORE_KIND"
