@@ -13,7 +13,7 @@ description:
   - Reconciles an C(infrastructure.cluster.x-k8s.io/v1beta1) MaasCluster the way CAPMAAS v0.9 does, and plays the
     Cluster API Cluster controller for its infrastructure.
   - The failure domains (MAAS zones) are copied to C(status.failureDomains) as a list of
-    C({name, controlPlane: true}).
+    entries with C(name) and C(controlPlane=true).
   - The API endpoint's DNS name is the Cluster's C(spec.controlPlaneEndpoint.host) when set, else
     C(<cluster>-<6 random characters>.<dnsDomain>), kept in C(status.network.dnsName). The MAAS DNS resource of
     that name is created with C(address_ttl=10) and no addresses; its addresses are kept equal to the first
@@ -23,7 +23,7 @@ description:
   - C(APIServerAvailable) becomes true once the workload cluster's Nodes can be listed (through the
     C(<cluster>-kubeconfig) Secret); C(Ready) sums up C(LoadBalancerReady) and C(APIServerAvailable).
   - O(state=absent) deletes the Cluster as Cluster API does - every MaasMachine and Machine of it first
-    (concurrently: DNS detach, release, Node), then the MaasCluster and, unlike CAPMAAS, the DNS resource it
+    (concurrently - DNS detach, release, Node), then the MaasCluster and, unlike CAPMAAS, the DNS resource it
     created, then the Cluster.
 author:
   - baremetal.capi contributors (!UNKNOWN)
