@@ -84,7 +84,7 @@ def _bootstrap(store, cluster: dict, machines: list[dict], tokens, token_ttl: in
             continue
         try:
             step = kubeadm.reconcile_config(
-                store, config, tokens=tokens, token_ttl=token_ttl, check=check, user_data_template=template
+                store, config, tokens=tokens, token_ttl=token_ttl, check_mode=check, user_data_template=template
             )
             out[meta.name(machine)] = step.message
         except Requeue as exc:
