@@ -30,7 +30,10 @@ description:
   - O(state=absent) deletes the Machine and the MaasMachine; a control-plane machine first leaves the DNS record,
     then the MAAS machine is released, then the Node is deleted.
   - In check mode nothing is written or allocated; the result says which machine would be allocated (MAAS's
-    C(dry_run)) and what the DNS record would become.
+    C(dry_run)) and what the DNS record would become. Each machine's dry run is asked on its own, so two machines
+    of one task may name the same candidate.
+  - MAAS calls are retried on 503 (and reads on 500/502/504 and dropped connections) with a backoff; an allocation
+    that MAAS may have done before an error is found again by its C(agent_name) on the next step.
 author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
@@ -173,6 +176,7 @@ dns:
       elements: str
 """
 
+from ansible_collections.baremetal.capi.plugins.module_utils.maas import batch  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import client as maas_client  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import machine as maas_machine  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
@@ -209,7 +213,7 @@ def main():
             disable_swap=p["disable_swap"],
             subnets=p["preferred_subnets"],
         )
-        out = maas_machine.reconcile_many(
+        out = batch.reconcile_many(
             mgr,
             ns,
             name=p["name"],

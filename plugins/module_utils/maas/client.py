@@ -13,8 +13,13 @@ thread has none, so each thread gets its own loop here.  The session itself
 holds only the API description and the credentials (every call opens its own
 aiohttp session), so one session serves every thread.
 
-Every call is retried on 500/502/503/504 and on connection errors with an
-exponential backoff; a 401 becomes one clear error that never carries the key.
+Reads and idempotent writes are retried on 500/502/503/504 and connection
+errors with an exponential backoff.  Calls that must not happen twice
+(allocate, deploy, power on, creating a DNS record) are retried on 503 only -
+the region did not take the request - since after a 500 or a dropped
+connection MAAS may have done the work: the flow reads the state again on its
+next step instead (an allocation is found again by its ``agent_name``).  A 401
+becomes one clear error that never carries the key.
 TLS is verified unless ``validate_certs=False`` (CAPMAAS never verifies).
 """
 
@@ -110,10 +115,11 @@ class Client:
             api_url(self.url), credentials=Credentials(*split_api_key(self._api_key)), insecure=not self.validate_certs
         )
 
-    def _retry(self, what: str, fn):
+    def _retry(self, what: str, fn, idempotent: bool = True):
         from maas.client.bones import CallError, SessionError
 
         delay = self.backoff
+        retry_statuses = RETRY_STATUSES if idempotent else (503,)
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
             try:
@@ -121,7 +127,7 @@ class Client:
                 return fn()
             except CallError as exc:
                 content = exc.content.decode("utf-8", "replace") if exc.content else ""
-                if exc.status in RETRY_STATUSES and not last:
+                if exc.status in retry_statuses and not last:
                     time.sleep(delay)
                     delay *= 2
                     continue
@@ -133,7 +139,7 @@ class Client:
                     continue
                 raise MaasUnavailable(f"MAAS at {self.url}: {what}: {exc}", after=10) from None
             except (TimeoutError, OSError) as exc:  # aiohttp's connection errors are OSErrors
-                if not last:
+                if idempotent and not last:
                     time.sleep(delay)
                     delay *= 2
                     continue
@@ -156,11 +162,11 @@ class Client:
         cls = {404: MaasNotFound, 409: MaasConflict}.get(status, MaasError)
         return cls(f"MAAS: {what}: HTTP {status}: {content[:500]}", status=status, content=content)
 
-    def call(self, what: str, handler: str, action: str, **params):
+    def call(self, what: str, handler: str, action: str, *, idempotent: bool = True, **params):
         """``session.<handler>.<action>(**params)`` with retries and error mapping."""
         session = self.session
         fn = getattr(getattr(session, handler), action)
-        return self._retry(what, lambda: fn(**params))
+        return self._retry(what, lambda: fn(**params), idempotent)
 
     # -- machines ------------------------------------------------------------------
 
@@ -182,7 +188,7 @@ class Client:
             params["agent_name"] = agent_name
         if comment:
             params["comment"] = comment
-        return self.call("allocate", "Machines", "allocate", **params)
+        return self.call("allocate", "Machines", "allocate", idempotent=dry_run, **params)
 
     def update_machine(self, system_id: str, **fields) -> dict:
         return self.call(f"update machine {system_id}", "Machine", "update", system_id=system_id, **fields)
@@ -191,7 +197,9 @@ class Client:
         params = dict(user_data=user_data_b64, osystem=osystem, distro_series=distro_series)
         if ephemeral:
             params["ephemeral_deploy"] = "true"
-        return self.call(f"deploy machine {system_id}", "Machine", "deploy", system_id=system_id, **params)
+        return self.call(
+            f"deploy machine {system_id}", "Machine", "deploy", idempotent=False, system_id=system_id, **params
+        )
 
     def release(self, system_id: str, *, force: bool = False, comment: str = "") -> dict:
         params = {"comment": comment} if comment else {}
@@ -201,7 +209,9 @@ class Client:
 
     def power_on(self, system_id: str, comment: str = "") -> dict:
         params = {"comment": comment} if comment else {}
-        return self.call(f"power on machine {system_id}", "Machine", "power_on", system_id=system_id, **params)
+        return self.call(
+            f"power on machine {system_id}", "Machine", "power_on", idempotent=False, system_id=system_id, **params
+        )
 
     # -- DNS resources -------------------------------------------------------------
 
@@ -216,6 +226,7 @@ class Client:
             f"create DNS resource {fqdn}",
             "DNSResources",
             "create",
+            idempotent=False,
             fqdn=fqdn,
             address_ttl=str(ttl),
             ip_addresses=" ".join(ips),

@@ -241,13 +241,13 @@ def teardown(
     """``state: absent``: the Cluster is deleted as Cluster API deletes one - its machines (concurrently:
     DNS detach, release, Node), then the MaasCluster (and the DNS record it created), then the Cluster."""
     from ansible_collections.baremetal.capi.plugins.module_utils import runner
-    from ansible_collections.baremetal.capi.plugins.module_utils.maas import machine as maas_machine
+    from ansible_collections.baremetal.capi.plugins.module_utils.maas import batch
 
     store = mgr.store
     before = refs.get_or_none(store, KIND, name, ns)
     cluster = owner_cluster(store, before) if before else None
     cname = meta.name(cluster) if cluster else (meta.labels(before or {}).get(names.CLUSTER_NAME_LABEL) or name)
-    keys = maas_machine.machine_keys(store, ns, cluster=cname)
+    keys = batch.machine_keys(store, ns, cluster=cname)
     machine_results = machines_mgr.run(
         keys, delete=True, check=check, wait=wait, timeout=timeout, poll=poll, workers=workers
     )

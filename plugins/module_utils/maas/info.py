@@ -7,8 +7,9 @@ from __future__ import annotations
 from ansible_collections.baremetal.capi.plugins.module_utils import runner
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import state
+from ansible_collections.baremetal.capi.plugins.module_utils.maas.batch import machine_keys
 from ansible_collections.baremetal.capi.plugins.module_utils.maas.client import MaasAuthError
-from ansible_collections.baremetal.capi.plugins.module_utils.maas.machine import KIND, machine_keys
+from ansible_collections.baremetal.capi.plugins.module_utils.maas.machine import KIND
 
 FIELDS = ("system_id", "hostname", "fqdn", "status_name", "power_state", "ip_addresses", "tag_names", "owner")
 

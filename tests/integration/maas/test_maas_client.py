@@ -57,3 +57,20 @@ def test_refused_key_and_unreachable_region(sim):
     with pytest.raises(maas_client.MaasUnavailable) as err:
         gone.list_machines()
     assert sim.apikey.split(":")[2] not in str(err.value)
+
+
+def test_allocate_is_retried_on_503_only(client, sim, tag):
+    (m,) = sim.seed({}, tag=tag)
+    client.session  # noqa: B018 - connect first
+    sim.ctl("POST", "faults", {"status": 503, "count": 2, "method": "POST", "path": "machines/$"})
+    before = client.calls
+    assert client.allocate({"tags": [tag]}, agent_name=tag)["system_id"] == m["system_id"]
+    assert client.calls - before == 3
+    client.release(m["system_id"])
+    sim.ctl("POST", f"machines/{m['system_id']}", {"status": "Ready", "owner": None})
+    # a 500 may come after MAAS did the work: not repeated blindly; the flow looks for it by agent_name next time
+    sim.ctl("POST", "faults", {"status": 500, "count": 1, "method": "POST", "path": "machines/$"})
+    before = client.calls
+    with pytest.raises(maas_client.MaasUnavailable):
+        client.allocate({"tags": [tag]}, agent_name=tag)
+    assert client.calls - before == 1
