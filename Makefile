@@ -38,10 +38,12 @@ sanity: venv
 	$(PY) tests/run_sanity.py --sanity
 
 unit: venv
-	$(PYTEST) -p no:cacheprovider tests/unit -q -rs --durations=15
+	$(PYTEST) -p no:cacheprovider tests/unit/store -v -rs
+	$(PYTEST) -p no:cacheprovider tests/unit --ignore=tests/unit/store -q -rs --durations=15
 
 integration: venv
-	BMCAPI_STORES=kubernetes $(PYTEST) -p no:cacheprovider tests/unit/store tests/unit/modules -q -rs
+	BMCAPI_STORES=kubernetes $(PYTEST) -p no:cacheprovider tests/unit/store -v -rs
+	BMCAPI_STORES=kubernetes $(PYTEST) -p no:cacheprovider tests/unit/modules -q -rs
 	$(PYTEST) -p no:cacheprovider tests/integration -q -rs --durations=25
 
 lab-up: venv

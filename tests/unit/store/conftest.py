@@ -28,6 +28,7 @@ def store_spec(kind: str, tmp_path, lab) -> dict:
 @pytest.fixture(params=STORES)
 def spec(request, tmp_path):
     if request.param == "kubernetes":
+        request.getfixturevalue("kube")  # starts the API server and prints its version
         return store_spec("kubernetes", tmp_path, request.getfixturevalue("lab"))
     return store_spec("sqlite", tmp_path, None)
 
