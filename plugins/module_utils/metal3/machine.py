@@ -196,7 +196,11 @@ class MachineManager:
         if fd and after["spec"].get("failureDomain") != fd:
             after["spec"]["failureDomain"] = fd
             changed = True
-        if not host_spec.user_data_secret(after, machine):
+        bootstrap = (machine.get("spec") or {}).get("bootstrap") or {}
+        # CAPM3 IsBootstrapReady: a Machine with a bootstrap config waits until its data Secret is created.
+        if not host_spec.user_data_secret(after, machine) or (
+            bootstrap.get("configRef") and not bootstrap.get("dataSecretName")
+        ):
             self._cond(after, names.ASSOCIATE_BMH, False, names.WAITING_FOR_BOOTSTRAP_DATA_REASON)
             self._save(m3m, after, check)
             raise Requeue("waiting for the bootstrap data secret (Machine spec.bootstrap.dataSecretName)", after=5)
