@@ -95,7 +95,8 @@ def _go_env() -> dict:
 
 
 def _go(*args: str, capture: bool = False) -> str:
-    go = shutil.which("go")
+    # The machine's Go lives in /usr/local/go/bin, which a non-login shell (CI) may not have on PATH.
+    go = shutil.which("go") or shutil.which("go", path="/usr/local/go/bin:/usr/lib/go/bin")
     if go is None:
         raise BuildError(
             "the Go toolchain ('go') is not on PATH; it is needed once, to build the lab's Kubernetes binaries"
