@@ -27,6 +27,13 @@ extends_documentation_fragment:
   - baremetal.capi.store
   - baremetal.capi.attributes.INFO_MODULE
 options:
+  health_check:
+    description:
+      - A MachineHealthCheck in the store whose C(spec) gives the rule - C(clusterName), C(selector),
+        C(checks.nodeStartupTimeoutSeconds), C(checks.unhealthyNodeConditions) and
+        C(checks.unhealthyMachineConditions) (v1beta1 fields accepted) - in place of the options below, and whose
+        C(remediation.triggerIf) (C(unhealthyLessThanOrEqualTo), C(unhealthyInRange)) decides RV(remediation_allowed).
+    type: str
   cluster:
     description: Only the Machines of this Cluster.
     type: str
@@ -99,10 +106,23 @@ machines:
       description: Details.
       type: str
 unhealthy:
-  description: The entries of RV(machines) that need remediation.
+  description:
+    - The entries of RV(machines) that need remediation; empty when RV(remediation_allowed) is false.
   returned: always
   type: list
   elements: dict
+remediation_allowed:
+  description: Whether the MachineHealthCheck's C(remediation.triggerIf) lets the unhealthy machines be remediated.
+  returned: always
+  type: bool
+remediation_blocked:
+  description: Why remediation is not allowed (too many unhealthy machines).
+  returned: when RV(remediation_allowed) is false
+  type: str
+remediation_template:
+  description: The MachineHealthCheck's C(remediation.templateRef) name (a Metal3RemediationTemplate).
+  returned: when O(health_check) names one with a templateRef
+  type: str
 """
 
 from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
@@ -111,6 +131,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiM
 def main():
     module = CapiModule(
         argument_spec=dict(
+            health_check=dict(type="str"),
             cluster=dict(type="str"),
             namespace=dict(type="str"),
             selector=dict(type="raw"),
@@ -126,17 +147,31 @@ def main():
     with module.errors():
         from ansible_collections.baremetal.capi.plugins.module_utils.remediation import health
 
-        machines = health.check(
-            module.store,
-            ns,
+        kwargs = dict(
             cluster=p["cluster"],
             selector=p["selector"],
-            workload_kubeconfig=p["workload_kubeconfig"],
             unhealthy_conditions=p["unhealthy_node_conditions"],
             unhealthy_timeout=p["unhealthy_timeout"],
             node_startup_timeout=p["node_startup_timeout"],
         )
-        module.exit(changed=False, machines=machines, unhealthy=[m for m in machines if not m["healthy"]])
+        mhc = None
+        if p["health_check"]:
+            mhc = module.store.get("MachineHealthCheck", p["health_check"], ns)
+            kwargs.update(health.from_health_check(mhc))
+        machines = health.check(module.store, ns, workload_kubeconfig=p["workload_kubeconfig"], **kwargs)
+        unhealthy = [m for m in machines if not m["healthy"]]
+        result = dict(machines=machines, unhealthy=unhealthy, remediation_allowed=True)
+        if mhc is not None:
+            targets = [m for m in machines if m["skipped"] not in ("skip-remediation", "paused")]
+            allowed, why = health.remediation_allowed(mhc, targets)
+            if not allowed:
+                result.update(unhealthy=[], remediation_allowed=False, remediation_blocked=why)
+            template = (((mhc.get("spec") or {}).get("remediation") or {}).get("templateRef") or {}).get("name")
+            if not template:
+                template = ((mhc.get("spec") or {}).get("remediationTemplate") or {}).get("name")
+            if template:
+                result["remediation_template"] = template
+        module.exit(changed=False, **result)
 
 
 if __name__ == "__main__":

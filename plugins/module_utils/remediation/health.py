@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.remediation import common
 
@@ -29,6 +30,7 @@ HAS_REMEDIATE_ANNOTATION = "HasRemediateAnnotation"
 NODE_DELETED = "NodeDeleted"
 NODE_STARTUP_TIMEOUT = "NodeStartupTimeout"
 UNHEALTHY_NODE = "UnhealthyNode"
+UNHEALTHY_MACHINE = "UnhealthyMachine"
 CONTROL_PLANE_INITIALIZED = "ControlPlaneInitialized"
 DEFAULT_NODE_STARTUP_TIMEOUT = 600  # the MachineHealthCheck webhook's default
 
@@ -45,6 +47,22 @@ def _cond_time(obj: dict | None, ctype: str) -> datetime.datetime | None:
     if cond is None or cond.get("status") != conditions.TRUE:
         return None
     return common.parse_time(cond.get("lastTransitionTime"))
+
+
+def _held_too_long(conds, rules: list[dict], now: datetime.datetime) -> str | None:
+    """The first condition matching a rule {type, status, timeoutSeconds} for longer than its timeout."""
+    for cond in conds or []:
+        for rule in rules:
+            if cond.get("type") != rule["type"] or cond.get("status") != rule["status"]:
+                continue
+            timeout = int(rule.get("timeoutSeconds") or 0)
+            since = common.parse_time(cond.get("lastTransitionTime"))
+            if since is None:
+                return f"condition {rule['type']}={rule['status']} (since an unknown time)"
+            held = (now - since).total_seconds()
+            if held > timeout:
+                return f"condition {rule['type']}={rule['status']} for {held:.0f}s (timeout {timeout}s)"
+    return None
 
 
 def skip_reason(machine: dict, cluster: dict | None) -> str | None:
@@ -70,6 +88,7 @@ def evaluate(
     now: datetime.datetime,
     unhealthy_conditions: list[dict],
     node_startup_timeout: int = DEFAULT_NODE_STARTUP_TIMEOUT,
+    machine_conditions: list[dict] | None = None,
 ) -> dict:
     """{machine, node, healthy, skipped, reason, message} for one Machine."""
     out = {"machine": meta.name(machine), "node": None, "healthy": True, "skipped": None, "reason": "", "message": ""}
@@ -86,6 +105,9 @@ def evaluate(
         return out
     if names.REMEDIATE_MACHINE_ANNOTATION in meta.annotations(machine):
         return bad(HAS_REMEDIATE_ANNOTATION, f"annotation {names.REMEDIATE_MACHINE_ANNOTATION}")
+    held = _held_too_long((machine.get("status") or {}).get("conditions"), machine_conditions or [], now)
+    if held and node is None:
+        return bad(UNHEALTHY_MACHINE, f"Machine {meta.name(machine)}: {held}")
     if node_ref and node is None:
         return bad(NODE_DELETED, f"Node {node_ref} has been deleted")
     if node is None:
@@ -99,20 +121,12 @@ def evaluate(
             return bad(NODE_STARTUP_TIMEOUT, f"no Node after {node_startup_timeout}s")
         return out
     out["node"] = meta.name(node)
-    for cond in (node.get("status") or {}).get("conditions") or []:
-        for rule in unhealthy_conditions:
-            if cond.get("type") != rule["type"] or cond.get("status") != rule["status"]:
-                continue
-            since = common.parse_time(cond.get("lastTransitionTime"))
-            held = (now - since).total_seconds() if since else None
-            if held is None or held > int(rule.get("timeoutSeconds") or 0):
-                return bad(
-                    UNHEALTHY_NODE,
-                    f"Node {meta.name(node)}: condition {rule['type']}={rule['status']} "
-                    f"for {held:.0f}s (timeout {rule.get('timeoutSeconds') or 0}s)"
-                    if held is not None
-                    else f"Node {meta.name(node)}: condition {rule['type']}={rule['status']}",
-                )
+    held = _held_too_long((node.get("status") or {}).get("conditions"), unhealthy_conditions, now)
+    if held:
+        return bad(UNHEALTHY_NODE, f"Node {meta.name(node)}: {held}")
+    held = _held_too_long((machine.get("status") or {}).get("conditions"), machine_conditions or [], now)
+    if held:
+        return bad(UNHEALTHY_MACHINE, f"Machine {meta.name(machine)}: {held}")
     return out
 
 
@@ -129,6 +143,7 @@ def check(
     unhealthy_conditions: list[dict] | None = None,
     unhealthy_timeout: int = 300,
     node_startup_timeout: int = DEFAULT_NODE_STARTUP_TIMEOUT,
+    machine_conditions: list[dict] | None = None,
 ) -> list[dict]:
     """Evaluate the Machines of a namespace (of one cluster, matching ``selector``, or named in ``names_``).
 
@@ -178,7 +193,73 @@ def check(
             now=now,
             unhealthy_conditions=rules,
             node_startup_timeout=node_startup_timeout,
+            machine_conditions=machine_conditions,
         )
         res["cluster"] = cname
         out.append(res)
     return out
+
+
+# -- a MachineHealthCheck object --------------------------------------------------------------------------------
+
+
+def from_health_check(mhc: dict) -> dict:
+    """``check`` keyword arguments from a MachineHealthCheck (v1beta2 ``spec.checks``; v1beta1 fields accepted)."""
+    spec = mhc.get("spec") or {}
+    checks = spec.get("checks") or {}
+    startup = checks.get("nodeStartupTimeoutSeconds")
+    if startup is None and spec.get("nodeStartupTimeout"):  # v1beta1: a duration such as "10m"
+        startup = _seconds(spec["nodeStartupTimeout"])
+    node_rules = checks.get("unhealthyNodeConditions")
+    if node_rules is None and spec.get("unhealthyConditions"):  # v1beta1: timeout as a duration
+        node_rules = [
+            {"type": c["type"], "status": c["status"], "timeoutSeconds": _seconds(c.get("timeout"))}
+            for c in spec["unhealthyConditions"]
+        ]
+    return {
+        "cluster": spec.get("clusterName"),
+        "selector": spec.get("selector") or None,
+        "unhealthy_conditions": node_rules,
+        "machine_conditions": checks.get("unhealthyMachineConditions") or None,
+        "node_startup_timeout": DEFAULT_NODE_STARTUP_TIMEOUT if startup is None else int(startup),
+    }
+
+
+def _seconds(duration) -> int:
+    """A Go duration ("10m", "300s", "1h30m") in seconds."""
+    import re
+
+    if isinstance(duration, (int, float)):
+        return int(duration)
+    total = 0.0
+    for number, unit in re.findall(r"([0-9.]+)(h|ms|m|s)", str(duration or "")):
+        total += float(number) * {"h": 3600, "m": 60, "s": 1, "ms": 0.001}[unit]
+    return int(total)
+
+
+def remediation_allowed(mhc: dict, results: list[dict]) -> tuple[bool, str]:
+    """``spec.remediation.triggerIf``: unhealthyLessThanOrEqualTo (count or percent of the targets, default
+    100%) and unhealthyInRange ("[a-b]"); MachineHealthCheck remediates nothing when they do not hold."""
+    trigger = ((mhc.get("spec") or {}).get("remediation") or {}).get("triggerIf") or {}
+    spec = mhc.get("spec") or {}
+    max_unhealthy = trigger.get("unhealthyLessThanOrEqualTo", spec.get("maxUnhealthy"))
+    in_range = trigger.get("unhealthyInRange", spec.get("unhealthyRange"))
+    total = len(results)
+    unhealthy = sum(1 for r in results if not r["healthy"])
+    if in_range:
+        import re
+
+        m = re.fullmatch(r"\[(\d+)-(\d+)\]", str(in_range).strip())
+        if not m:
+            raise Invalid(f"unhealthyInRange {in_range!r} is not [a-b]", obj=meta.ref(mhc), field="spec.remediation")
+        low, high = int(m.group(1)), int(m.group(2))
+        if not low <= unhealthy <= high:
+            return False, f"{unhealthy} unhealthy of {total}: outside unhealthyInRange {in_range}"
+        return True, ""
+    if max_unhealthy is None:
+        return True, ""
+    text = str(max_unhealthy)
+    limit = int(total * int(text[:-1]) / 100) if text.endswith("%") else int(text)
+    if unhealthy > limit:
+        return False, f"{unhealthy} unhealthy of {total}: more than unhealthyLessThanOrEqualTo {max_unhealthy}"
+    return True, ""

@@ -104,3 +104,64 @@ def test_check_lists_nodes_of_the_workload_cluster(store, workload):
     # the lab API server sets no lastTransitionTime for a test-made condition: held for an unknown time = unhealthy
     out = {r["machine"]: r for r in health.check(store, ns, cluster="c", workload=workload, unhealthy_timeout=0)}
     assert out["ok"]["healthy"] and not out["bad"]["healthy"] and out["gone"]["reason"] == "NodeDeleted"
+
+
+def test_unhealthy_machine_condition():
+    m = machine()
+    m["status"]["conditions"] = [{"type": "BootstrapConfigReady", "status": "False", "lastTransitionTime": ago(700)}]
+    rules = [{"type": "BootstrapConfigReady", "status": "False", "timeoutSeconds": 600}]
+    out = health.evaluate(m, node("True"), None, now=NOW, unhealthy_conditions=RULES, machine_conditions=rules)
+    assert (out["healthy"], out["reason"]) == (False, "UnhealthyMachine")
+    rules[0]["timeoutSeconds"] = 800
+    out = health.evaluate(m, node("True"), None, now=NOW, unhealthy_conditions=RULES, machine_conditions=rules)
+    assert out["healthy"]
+
+
+def test_from_health_check_v1beta2_and_v1beta1():
+    mhc = {
+        "spec": {
+            "clusterName": "c",
+            "selector": {"matchLabels": {"pool": "a"}},
+            "checks": {
+                "nodeStartupTimeoutSeconds": 0,
+                "unhealthyNodeConditions": [{"type": "Ready", "status": "Unknown", "timeoutSeconds": 60}],
+            },
+        }
+    }
+    kw = health.from_health_check(mhc)
+    assert kw["cluster"] == "c" and kw["node_startup_timeout"] == 0
+    assert kw["unhealthy_conditions"] == [{"type": "Ready", "status": "Unknown", "timeoutSeconds": 60}]
+    old = {
+        "spec": {
+            "clusterName": "c",
+            "nodeStartupTimeout": "10m",
+            "unhealthyConditions": [{"type": "Ready", "status": "False", "timeout": "1m30s"}],
+        }
+    }
+    kw = health.from_health_check(old)
+    assert kw["node_startup_timeout"] == 600
+    assert kw["unhealthy_conditions"] == [{"type": "Ready", "status": "False", "timeoutSeconds": 90}]
+    assert health.from_health_check({"spec": {}})["node_startup_timeout"] == 600
+
+
+@pytest.mark.parametrize(
+    "trigger, n_unhealthy, allowed",
+    [
+        ({}, 5, True),
+        ({"unhealthyLessThanOrEqualTo": 2}, 2, True),
+        ({"unhealthyLessThanOrEqualTo": 2}, 3, False),
+        ({"unhealthyLessThanOrEqualTo": "40%"}, 2, True),
+        ({"unhealthyLessThanOrEqualTo": "40%"}, 3, False),
+        ({"unhealthyInRange": "[1-2]"}, 2, True),
+        ({"unhealthyInRange": "[1-2]"}, 0, False),
+        ({"unhealthyInRange": "[1-2]"}, 3, False),
+    ],
+)
+def test_trigger_if(trigger, n_unhealthy, allowed):
+    results = [{"healthy": i >= n_unhealthy} for i in range(5)]
+    mhc = {
+        "metadata": {"name": "h", "namespace": "d"},
+        "kind": "MachineHealthCheck",
+        "spec": {"remediation": {"triggerIf": trigger}},
+    }
+    assert health.remediation_allowed(mhc, results)[0] is allowed

@@ -84,3 +84,35 @@ def test_labelsync_module_without_prefixes_changes_nothing(run, store, kube, wor
     ns, node, _rem = make_world(store, kube)
     out = run(metal3_labelsync, _args(ns, workload_kubeconfig))
     assert not out["changed"]
+
+
+def test_health_info_from_a_machine_health_check(run, store, kube, workload_kubeconfig):
+    ns, node, _rem = make_world(store, kube)
+    mhc = {
+        "apiVersion": "cluster.x-k8s.io/v1beta2",
+        "kind": "MachineHealthCheck",
+        "metadata": {"name": "workers", "namespace": ns},
+        "spec": {
+            "clusterName": "c1",
+            "selector": {"matchLabels": {"cluster.x-k8s.io/cluster-name": "c1"}},
+            "checks": {"unhealthyNodeConditions": [{"type": "Ready", "status": "Unknown", "timeoutSeconds": 0}]},
+            "remediation": {
+                "templateRef": {
+                    "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2",
+                    "kind": "Metal3RemediationTemplate",
+                    "name": "t",
+                }
+            },
+        },
+    }
+    store.create(mhc)
+    out = run(machine_health_info, _args(ns, workload_kubeconfig, health_check="workers"))
+    assert out["remediation_allowed"] and [m["machine"] for m in out["unhealthy"]] == ["m-0"]
+    assert out["remediation_template"] == "t"
+    mhc = store.get("MachineHealthCheck", "workers", ns)
+    mhc["spec"]["remediation"]["triggerIf"] = {"unhealthyInRange": "[2-5]"}
+    store.update(mhc)
+    out = run(machine_health_info, _args(ns, workload_kubeconfig, health_check="workers"))
+    assert (
+        not out["remediation_allowed"] and out["unhealthy"] == [] and "unhealthyInRange" in out["remediation_blocked"]
+    )
