@@ -32,7 +32,7 @@ class Kube:
 
 
 @pytest.fixture
-def kube(workload, workload_kubeconfig):  # noqa: F811
+def wkube(workload, workload_kubeconfig):  # noqa: F811
     import yaml
     from kubernetes import client as k8s
     from kubernetes import config as kconfig

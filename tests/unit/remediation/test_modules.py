@@ -1,4 +1,4 @@
-"""The modules in-process (as Ansible runs them) on a sqlite store and the lab kube-apiserver."""
+"""The modules in-process (as Ansible runs them) on a sqlite store and the lab wkube-apiserver."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ def _args(ns, kubeconfig, **kw):
     return {"namespace": ns, "workload_kubeconfig": kubeconfig, **kw}
 
 
-def test_health_info_then_remediation_steps_with_an_external_host_driver(run, store, kube, workload_kubeconfig):
-    ns, node, _rem = make_world(store, kube)
+def test_health_info_then_remediation_steps_with_an_external_host_driver(run, store, wkube, workload_kubeconfig):
+    ns, node, _rem = make_world(store, wkube)
     store.delete("Metal3Remediation", "m-0", ns)  # the module creates it
     tmpl = {
         "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2",
@@ -57,10 +57,10 @@ def test_health_info_then_remediation_steps_with_an_external_host_driver(run, st
     assert key not in store.get("BareMetalHost", "host-0", ns)["metadata"].get("annotations", {})
 
 
-def test_a_healthy_machine_gets_no_remediation_unless_forced(run, store, kube, workload_kubeconfig):
-    ns, node, _rem = make_world(store, kube)
+def test_a_healthy_machine_gets_no_remediation_unless_forced(run, store, wkube, workload_kubeconfig):
+    ns, node, _rem = make_world(store, wkube)
     store.delete("Metal3Remediation", "m-0", ns)
-    kube.set_ready(node, "True")
+    wkube.set_ready(node, "True")
     args = _args(ns, workload_kubeconfig, machines=["m-0"], host_driver="external", wait=False)
     out = run(metal3_remediation, args)
     assert not out["changed"] and out["remediations"][0]["outcome"] == "healthy"
@@ -69,8 +69,8 @@ def test_a_healthy_machine_gets_no_remediation_unless_forced(run, store, kube, w
     assert forced["changed"] and len(store.list("Metal3Remediation", ns)) == 1
 
 
-def test_bad_strategy_fails_before_writing(run, store, kube, workload_kubeconfig):
-    ns, node, _rem = make_world(store, kube)
+def test_bad_strategy_fails_before_writing(run, store, wkube, workload_kubeconfig):
+    ns, node, _rem = make_world(store, wkube)
     store.delete("Metal3Remediation", "m-0", ns)
     args = _args(
         ns, workload_kubeconfig, machines=["m-0"], host_driver="external", wait=False, strategy={"timeoutSeconds": 30}
@@ -80,14 +80,14 @@ def test_bad_strategy_fails_before_writing(run, store, kube, workload_kubeconfig
     assert store.list("Metal3Remediation", ns) == []
 
 
-def test_labelsync_module_without_prefixes_changes_nothing(run, store, kube, workload_kubeconfig):
-    ns, node, _rem = make_world(store, kube)
+def test_labelsync_module_without_prefixes_changes_nothing(run, store, wkube, workload_kubeconfig):
+    ns, node, _rem = make_world(store, wkube)
     out = run(metal3_labelsync, _args(ns, workload_kubeconfig))
     assert not out["changed"]
 
 
-def test_health_info_from_a_machine_health_check(run, store, kube, workload_kubeconfig):
-    ns, node, _rem = make_world(store, kube)
+def test_health_info_from_a_machine_health_check(run, store, wkube, workload_kubeconfig):
+    ns, node, _rem = make_world(store, wkube)
     mhc = {
         "apiVersion": "cluster.x-k8s.io/v1beta2",
         "kind": "MachineHealthCheck",

@@ -1,4 +1,4 @@
-"""The reboot strategy against a real sqlite store and the lab's kube-apiserver, with an injected clock."""
+"""The reboot strategy against a real sqlite store and the lab's wkube-apiserver, with an injected clock."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from ansible_collections.baremetal.capi.plugins.module_utils.remediation.targets
 OOS = "node.kubernetes.io/out-of-service"
 
 
-def remediator(store, kube, bmo, clock, fencing="taint"):
-    return reboot.Remediator(store, Metal3Target(store, bmo), fencing_mode=fencing, workload=kube, clock=clock)
+def remediator(store, wkube, bmo, clock, fencing="taint"):
+    return reboot.Remediator(store, Metal3Target(store, bmo), fencing_mode=fencing, workload=wkube, clock=clock)
 
 
 def drive(r, ns, limit=60, on_wait=None):
@@ -41,10 +41,10 @@ def phases(steps):
     return out
 
 
-def test_taint_fencing_power_cycle_and_node_ready_again(store, kube):
-    ns, node, _rem = make_world(store, kube)
-    bmo, clock = Bmo(kube, node), Clock()
-    steps = drive(remediator(store, kube, bmo, clock), ns)
+def test_taint_fencing_power_cycle_and_node_ready_again(store, wkube):
+    ns, node, _rem = make_world(store, wkube)
+    bmo, clock = Bmo(wkube, node), Clock()
+    steps = drive(remediator(store, wkube, bmo, clock), ns)
     assert steps[-1].data["outcome"] == reboot.OUTCOME_REMEDIATED
     assert phases(steps) == ["Running", "Waiting"]
     assert bmo.history == [False, True]  # one power cycle: off, then on
@@ -53,25 +53,25 @@ def test_taint_fencing_power_cycle_and_node_ready_again(store, kube):
     assert not [k for k in host["metadata"].get("annotations", {}) if k.startswith("reboot.metal3.io")]
     assert "capm3.metal3.io/unhealthy" not in host["metadata"].get("annotations", {})
     # the taint (test_taint_is_on_the_node_while_the_host_is_off) is gone now, and the finalizer
-    n = kube.get_node(node)
+    n = wkube.get_node(node)
     assert OOS not in [t["key"] for t in n["spec"].get("taints") or []]
     rem = store.get("Metal3Remediation", "m-0", ns)
     assert rem["status"]["phase"] == "Waiting" and rem["status"]["retryCount"] == 0
     assert "metal3remediation.infrastructure.cluster.x-k8s.io" not in rem["metadata"].get("finalizers", [])
     # converged: another step changes nothing and powers nothing
-    again = remediator(store, kube, bmo, clock).step("m-0", ns)
+    again = remediator(store, wkube, bmo, clock).step("m-0", ns)
     assert again.done and not again.changed and bmo.history == [False, True]
 
 
-def test_taint_is_on_the_node_while_the_host_is_off(store, kube):
-    ns, node, _rem = make_world(store, kube)
-    bmo, clock = Bmo(kube, node), Clock()
-    r = remediator(store, kube, bmo, clock)
+def test_taint_is_on_the_node_while_the_host_is_off(store, wkube):
+    ns, node, _rem = make_world(store, wkube)
+    bmo, clock = Bmo(wkube, node), Clock()
+    r = remediator(store, wkube, bmo, clock)
     for _ in range(20):
         r.step("m-0", ns)
         if store.get("Metal3Remediation", "m-0", ns)["status"].get("phase") == "Waiting":
             break
-    n = kube.get_node(node)
+    n = wkube.get_node(node)
     assert {"key": OOS, "value": "nodeshutdown", "effect": "NoExecute"} in n["spec"]["taints"]
     assert store.get("BareMetalHost", "host-0", ns)["status"]["poweredOn"] is False
     rem = store.get("Metal3Remediation", "m-0", ns)
@@ -79,22 +79,22 @@ def test_taint_is_on_the_node_while_the_host_is_off(store, kube):
     assert store.get("BareMetalHost", "host-0", ns)["metadata"]["annotations"][key] == '{"mode":"hard","force":false}'
 
 
-def test_delete_fencing_backs_up_deletes_and_restores_existing_keys_winning(store, kube):
+def test_delete_fencing_backs_up_deletes_and_restores_existing_keys_winning(store, wkube):
     labels = {"kubernetes.io/hostname": "x", "zone": "old", "team.example.com/owner": "ops"}
-    ns, node, _rem = make_world(store, kube, node_labels=labels, node_annotations={"note": "keep-me"})
-    bmo, clock = Bmo(kube, node), Clock()
+    ns, node, _rem = make_world(store, wkube, node_labels=labels, node_annotations={"note": "keep-me"})
+    bmo, clock = Bmo(wkube, node), Clock()
     deleted_seen = []
-    r = remediator(store, kube, bmo, clock, fencing="delete")
+    r = remediator(store, wkube, bmo, clock, fencing="delete")
 
     def on_wait(step):
-        deleted_seen.append(kube.get_node(node) is None)
+        deleted_seen.append(wkube.get_node(node) is None)
 
     for _ in range(30):
         step = r.step("m-0", ns)
         rem = store.get("Metal3Remediation", "m-0", ns)
         if rem["status"].get("phase") == "Waiting" and not deleted_seen:
             # fenced: the Node is gone and its labels and annotations are saved on the remediation
-            assert kube.get_node(node) is None
+            assert wkube.get_node(node) is None
             saved = json.loads(rem["metadata"]["annotations"]["remediation.metal3.io/node-labels-backup"])
             assert saved["team.example.com/owner"] == "ops" and saved["zone"] == "old"
             saved_ann = json.loads(rem["metadata"]["annotations"]["remediation.metal3.io/node-annotations-backup"])
@@ -103,7 +103,7 @@ def test_delete_fencing_backs_up_deletes_and_restores_existing_keys_winning(stor
         if step.done:
             break
     assert step.data["outcome"] == reboot.OUTCOME_REMEDIATED
-    n = kube.get_node(node)
+    n = wkube.get_node(node)
     # the kubelet re-registered with zone=new: the new Node's key wins; the rest comes back
     assert n["metadata"]["labels"]["zone"] == "new"
     assert n["metadata"]["labels"]["team.example.com/owner"] == "ops"
@@ -113,21 +113,21 @@ def test_delete_fencing_backs_up_deletes_and_restores_existing_keys_winning(stor
     assert bmo.history == [False, True]
 
 
-def test_auto_fencing_follows_the_workload_api_version(store, kube):
-    ns, node, _rem = make_world(store, kube)
-    kube.version = "v1.27.9"
-    bmo, clock = Bmo(kube, node), Clock()
-    r = remediator(store, kube, bmo, clock, fencing="auto")
+def test_auto_fencing_follows_the_workload_api_version(store, wkube):
+    ns, node, _rem = make_world(store, wkube)
+    wkube.version = "v1.27.9"
+    bmo, clock = Bmo(wkube, node), Clock()
+    r = remediator(store, wkube, bmo, clock, fencing="auto")
     for _ in range(30):
         r.step("m-0", ns)
         if store.get("Metal3Remediation", "m-0", ns)["status"].get("phase") == "Waiting":
             break
-    assert kube.get_node(node) is None  # 1.27: no out-of-service taint, so the Node is deleted
+    assert wkube.get_node(node) is None  # 1.27: no out-of-service taint, so the Node is deleted
 
 
-def test_never_back_retries_then_deleting_machine_and_unhealthy_host(store, kube):
-    ns, node, _rem = make_world(store, kube, retry_limit=2, timeout=100)
-    bmo, clock = Bmo(kube, node, comes_back=False), Clock()
+def test_never_back_retries_then_deleting_machine_and_unhealthy_host(store, wkube):
+    ns, node, _rem = make_world(store, wkube, retry_limit=2, timeout=100)
+    bmo, clock = Bmo(wkube, node, comes_back=False), Clock()
     retries = []
 
     def on_wait(step):
@@ -135,7 +135,7 @@ def test_never_back_retries_then_deleting_machine_and_unhealthy_host(store, kube
             clock.advance(101)  # the timeout passes
             retries.append(step.data["retryCount"])
 
-    steps = drive(remediator(store, kube, bmo, clock), ns, limit=200, on_wait=on_wait)
+    steps = drive(remediator(store, wkube, bmo, clock), ns, limit=200, on_wait=on_wait)
     assert steps[-1].data["outcome"] == "Deleting machine"
     assert bmo.cycles == 3  # the first attempt plus retryLimit retries
     rem = store.get("Metal3Remediation", "m-0", ns)
@@ -147,14 +147,14 @@ def test_never_back_retries_then_deleting_machine_and_unhealthy_host(store, kube
     cond = conditions.get(machine, "OwnerRemediated")
     assert cond["status"] == "False" and cond["reason"] == "WaitingForRemediation"
     # terminal: nothing more happens
-    last = remediator(store, kube, bmo, clock).step("m-0", ns)
+    last = remediator(store, wkube, bmo, clock).step("m-0", ns)
     assert last.done and not last.changed and bmo.cycles == 3
 
 
-def test_no_retry_before_the_timeout(store, kube):
-    ns, node, _rem = make_world(store, kube, retry_limit=1, timeout=100)
-    bmo, clock = Bmo(kube, node, comes_back=False), Clock()
-    r = remediator(store, kube, bmo, clock)
+def test_no_retry_before_the_timeout(store, wkube):
+    ns, node, _rem = make_world(store, wkube, retry_limit=1, timeout=100)
+    bmo, clock = Bmo(wkube, node, comes_back=False), Clock()
+    r = remediator(store, wkube, bmo, clock)
     for _ in range(30):
         step = r.step("m-0", ns)
         if step.data.get("phase") == "Waiting" and not step.changed:
@@ -167,35 +167,35 @@ def test_no_retry_before_the_timeout(store, kube):
     assert "retry 1 of 1" in r.step("m-0", ns).message
 
 
-def test_offline_host_fails(store, kube):
-    ns, node, _rem = make_world(store, kube)
+def test_offline_host_fails(store, wkube):
+    ns, node, _rem = make_world(store, wkube)
     host = store.get("BareMetalHost", "host-0", ns)
     host["spec"]["online"] = False
     store.update(host)
-    step = remediator(store, kube, Bmo(kube, node), Clock()).step("m-0", ns)
+    step = remediator(store, wkube, Bmo(wkube, node), Clock()).step("m-0", ns)
     assert step.done and step.data["outcome"] == "Failed"
     assert store.get("Metal3Remediation", "m-0", ns)["status"]["phase"] == "Failed"
 
 
-def test_check_mode_writes_nothing(store, kube):
-    ns, node, rem = make_world(store, kube)
-    bmo = Bmo(kube, node)
-    step = remediator(store, kube, bmo, Clock()).step("m-0", ns, check=True)
+def test_check_mode_writes_nothing(store, wkube):
+    ns, node, rem = make_world(store, wkube)
+    bmo = Bmo(wkube, node)
+    step = remediator(store, wkube, bmo, Clock()).step("m-0", ns, check=True)
     assert step.changed and step.message.startswith("would")
     now = store.get("Metal3Remediation", "m-0", ns)
     assert now["metadata"]["resourceVersion"] == rem["metadata"]["resourceVersion"]
     assert bmo.history == []
 
 
-def _count_writes(store, kube, fencing):
-    ns, node, _rem = make_world(store, kube)
+def _count_writes(store, wkube, fencing):
+    ns, node, _rem = make_world(store, wkube)
     counter = {"n": 0}
-    bmo = Bmo(kube, node)
+    bmo = Bmo(wkube, node)
     r = reboot.Remediator(
         Crashing(store, counter, None),
         Metal3Target(Crashing(store, counter, None), bmo),
         fencing_mode=fencing,
-        workload=Crashing(kube, counter, None, ("patch_node", "delete_node")),
+        workload=Crashing(wkube, counter, None, ("patch_node", "delete_node")),
         clock=Clock(),
     )
     drive(r, ns)
@@ -203,27 +203,27 @@ def _count_writes(store, kube, fencing):
 
 
 @pytest.mark.parametrize("fencing", ["taint", "delete"])
-def test_interrupted_after_every_write_continues_without_a_second_power_cycle(store, kube, fencing):
-    total = _count_writes(store, kube, fencing)
+def test_interrupted_after_every_write_continues_without_a_second_power_cycle(store, wkube, fencing):
+    total = _count_writes(store, wkube, fencing)
     # finalizer, request, power off, taint (or backup + delete), Waiting, request gone, power on, restore...
     assert total >= 8, total
     for at in range(1, total + 1):
-        ns, node, _rem = make_world(store, kube)
-        bmo, clock, counter = Bmo(kube, node), Clock(), {"n": 0}
+        ns, node, _rem = make_world(store, wkube)
+        bmo, clock, counter = Bmo(wkube, node), Clock(), {"n": 0}
         crashing = reboot.Remediator(
             Crashing(store, counter, at),
             Metal3Target(Crashing(store, counter, at), bmo),
             fencing_mode=fencing,
-            workload=Crashing(kube, counter, at, ("patch_node", "delete_node")),
+            workload=Crashing(wkube, counter, at, ("patch_node", "delete_node")),
             clock=clock,
         )
         with pytest.raises(Crash):
             drive(crashing, ns)
         # a new run (a new process) picks up from what was recorded
-        steps = drive(remediator(store, kube, bmo, clock, fencing), ns)
+        steps = drive(remediator(store, wkube, bmo, clock, fencing), ns)
         assert steps[-1].data["outcome"] == reboot.OUTCOME_REMEDIATED, (at, [s.message for s in steps])
         assert bmo.history == [False, True], (at, bmo.history)
-        n = kube.get_node(node)
+        n = wkube.get_node(node)
         assert OOS not in [t["key"] for t in n["spec"].get("taints") or []]
         rem = store.get("Metal3Remediation", "m-0", ns)
         assert not rem["metadata"].get("finalizers") and rem["status"]["retryCount"] == 0
@@ -277,3 +277,23 @@ def test_template_defaults_and_build():
     }
     with pytest.raises(Invalid):
         reboot.build("Metal3Remediation", machine, template=bad)
+
+
+def test_the_same_on_the_kubernetes_store(kube_store, kube_namespace, wkube):
+    """The state machine over the kubernetes store (the lab's wkube-apiserver with the collection's CRDs)."""
+    ns, node, _rem = make_world(kube_store, wkube, ns=kube_namespace, retry_limit=1, timeout=100)
+    bmo, clock = Bmo(wkube, node, comes_back=False), Clock()
+
+    def on_wait(step):
+        if step.data.get("phase") == "Waiting":
+            clock.advance(101)
+
+    steps = drive(remediator(kube_store, wkube, bmo, clock, fencing="delete"), ns, limit=200, on_wait=on_wait)
+    assert steps[-1].data["outcome"] == "Deleting machine" and bmo.cycles == 2
+    rem = kube_store.get("Metal3Remediation", "m-0", ns)
+    assert rem["status"]["phase"] == "Deleting machine" and rem["status"]["retryCount"] == 1
+    assert "remediation.metal3.io/node-labels-backup" in rem["metadata"]["annotations"]
+    host = kube_store.get("BareMetalHost", "host-0", ns)
+    assert host["metadata"]["annotations"]["capm3.metal3.io/unhealthy"] == "capm3/UnhealthyNode"
+    cond = conditions.get(kube_store.get("Machine", "m-0", ns), "OwnerRemediated")
+    assert cond["reason"] == "WaitingForRemediation"

@@ -82,6 +82,8 @@ class Bmo:
 
     def kubelet_starts(self):
         node = self.kube.get_node(self.node_name)
+        if node is None and not self.comes_back:
+            return  # a kubelet that never comes back never registers its Node again
         if node is None:
             self.kube.create_raw(self.node_name, labels={"kubernetes.io/hostname": self.node_name, "zone": "new"})
         self.kube.set_ready(self.node_name, "True" if self.comes_back else "Unknown")
