@@ -45,6 +45,13 @@ class IronicLab:
     def host(self, index: int) -> dict:
         return self.inventory["hosts"][index]
 
+    def free_hosts(self, count: int) -> list[dict]:
+        """Lab hosts no Ironic node holds (by boot MAC): the shared lab may have other users' nodes."""
+        used = {p.address for p in self.baremetal.ports(fields=["address"])}
+        free = [h for h in self.inventory["hosts"] if h["boot_mac"] not in used]
+        assert len(free) >= count, f"need {count} free lab hosts, {len(free)} free: {[h['name'] for h in free]}"
+        return free[:count]
+
     def register_redfish(self, host: dict, name: str | None = None):
         """Create the node and its boot port from the inventory, as baremetal-operator registers a host."""
         bmc = host["bmc"]

@@ -11,7 +11,9 @@ pytestmark = pytest.mark.timeout(600)
 
 def test_fake_hardware_enroll_manage_provide_deploy_undeploy(ironic):
     bm = ironic.baremetal
-    node = ironic.register_fake(f"t{ironic.run}-fake-0", "52:54:00:fa:ce:01")
+    # a MAC of this run only: no other node holds it
+    mac = ":".join(["52:54:00", ironic.run[0:2], ironic.run[2:4], ironic.run[4:6]])
+    node = ironic.register_fake(f"t{ironic.run}-fake-0", mac)
     assert (node.driver, node.boot_interface, node.deploy_interface, node.power_interface) == (
         "fake-hardware",
         "fake",
@@ -40,7 +42,7 @@ def test_fake_hardware_enroll_manage_provide_deploy_undeploy(ironic):
     )
     drive = {
         "meta_data": {"uuid": node.id, "name": "fake-0", "local-hostname": "fake-0"},
-        "network_data": {"links": [{"id": "eth0", "type": "phy", "ethernet_mac_address": "52:54:00:fa:ce:01"}]},
+        "network_data": {"links": [{"id": "eth0", "type": "phy", "ethernet_mac_address": mac}]},
         "user_data": "#cloud-config\nhostname: fake-0 ✓\n",
     }
     bm.set_node_provision_state(node.id, "active", config_drive=drive)

@@ -32,7 +32,7 @@ def _proxy(cfg, method: str, path: str, body: dict | None = None) -> int:
 
 def test_proxy_faults_hit_one_system_only(ironic):
     cfg = ironic.cfg
-    sick, well = ironic.host(0), ironic.host(1)
+    sick, well = ironic.free_hosts(2)
     assert faults.get(cfg) == {}
     assert faults.set_fault(cfg, sick["name"], unreachable=True, delay=0.1, power_delay=2) == {
         "unreachable": True,
@@ -50,10 +50,12 @@ def test_proxy_faults_hit_one_system_only(ironic):
     assert _proxy(cfg, "GET", "/redfish/v1/Systems") == 200
 
     faults.set_fault(cfg, sick["uuid"], fail_virtual_media=True)
+    media_before = iso.virtual_media(cfg, sick["uuid"])["Cd"]
     insert = f"/redfish/v1/Systems/{sick['uuid']}/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia"
     assert _proxy(cfg, "POST", insert, {"Image": ironic.inventory["images"]["boot_iso"]}) == 500
     assert _proxy(cfg, "GET", f"/redfish/v1/Systems/{sick['uuid']}/VirtualMedia/Cd") == 200
-    assert not iso.virtual_media(cfg, sick["uuid"])["Cd"]["Inserted"]
+    # the insert never reached the BMC
+    assert iso.virtual_media(cfg, sick["uuid"])["Cd"] == media_before
 
     # unknown fault names are refused, not ignored
     req = urllib.request.Request(
@@ -72,7 +74,7 @@ def test_proxy_faults_hit_one_system_only(ironic):
 
 def test_unreachable_bmc_is_an_ironic_error_for_that_node_only(ironic):
     cfg = ironic.cfg
-    picked = [ironic.host(i) for i in (2, 3, 4)]
+    picked = ironic.free_hosts(3)
     nodes = [ironic.register_redfish(h) for h in picked]
     faults.set_fault(cfg, picked[0]["uuid"], unreachable=True)
 
@@ -99,9 +101,9 @@ def test_unreachable_bmc_is_an_ironic_error_for_that_node_only(ironic):
     assert recovered.power_state == "power off"
 
 
-def test_virtual_media_fault_fails_the_deploy_then_it_deploys_when_cleared(ironic):
+def test_deploy_faults_fail_the_deploy_then_it_deploys_when_cleared(ironic):
     cfg = ironic.cfg
-    host = ironic.host(5)
+    (host,) = ironic.free_hosts(1)
     bm = ironic.baremetal
     node = ironic.register_redfish(host)
     bm.set_node_provision_state(node.id, "manage")
@@ -120,6 +122,13 @@ def test_virtual_media_fault_fails_the_deploy_then_it_deploys_when_cleared(ironi
     assert error is not None and "Virtual media mount failed" in error, error
     assert any("Virtual media mount failed" in e for e in ironic.history_errors(node.id))
     assert not iso.virtual_media(cfg, host["uuid"])["Cd"]["Inserted"]
+
+    # an unreachable BMC fails the next attempt before any deploy step: last_error says why
+    faults.set_fault(cfg, host["uuid"], unreachable=True)
+    bm.set_node_provision_state(node.id, "active", config_drive=drive)
+    failed = ironic.wait(node.id, "deploy failed")
+    assert failed.last_error is not None
+    assert failed.last_error.startswith("Failed to prepare to deploy: Redfish connection failed"), failed.last_error
 
     faults.clear(cfg, host["uuid"])
     # deploy failed -> active is a new deploy attempt
