@@ -132,6 +132,23 @@ class MachineLab:
             },
         }
 
+    def redfish_host(self, i: int) -> dict:
+        """A baremetalhost ``hosts`` entry for lab host i: Redfish virtual media through the fault proxy."""
+        h = self.inv["hosts"][i]
+        return {
+            "name": h["name"],
+            "spec": {
+                "bmc": {"address": h["bmc"]["address"]},
+                "bootMACAddress": h["boot_mac"],
+                "online": False,
+                "automatedCleaningMode": "disabled",  # no agent ramdisk in the lab
+                "inspectionMode": "disabled",
+            },
+            "bmc_username": h["bmc"]["username"],
+            "bmc_password": h["bmc"]["password"],
+            "hardware": {"hostname": h["name"], "nics": [{"name": "enp1s0", "mac": h["boot_mac"], "ip": h["ip"]}]},
+        }
+
     # -- ansible-playbook ---------------------------------------------------------------------------
     def play(self, tasks: list[dict], *flags: str, check: bool = False, expect_failure: bool = False) -> list[dict]:
         """Run the tasks on localhost (each registered); return every task's result."""

@@ -64,7 +64,8 @@ def _machine_objects(ml, name: str, control_plane: bool, secret: str, image: dic
     return [machine, m3m]
 
 
-def _setup(ml, n_hosts: int) -> None:
+def _setup(ml, n_hosts: int, redfish: bool = False) -> list[str]:
+    """Hosts (fake-hardware, or the lab's Redfish BMCs), the Cluster and its objects; the host names."""
     host, port = ml.endpoint.split(":")
     objects = [
         ml.obj(
@@ -80,11 +81,20 @@ def _setup(ml, n_hosts: int) -> None:
     ml.store.create(ml.secret("cp-bootstrap", ml.init_data(), format="cloud-config"))
     ml.store.create(ml.secret("worker-bootstrap", ml.join_data(), format="cloud-config"))
     image = ml.inv["images"]["test_image"]
+    if redfish:
+        # Every lab host no Ironic node uses now (all 12 on a lab of its own; others' tests may hold some)
+        used = {p.address.lower() for p in ml.conn.baremetal.ports()}
+        free = [i for i, h in enumerate(ml.inv["hosts"]) if h["boot_mac"].lower() not in used][:n_hosts]
+        if len(free) < 4:
+            pytest.fail(f"only {len(free)} lab Redfish hosts are free; 4 needed")
+        hosts = [ml.redfish_host(i) for i in free]
+    else:
+        hosts = [ml.fake_host(i) for i in range(n_hosts)]
     objects += _machine_objects(ml, "cp-0", True, "cp-bootstrap", image)
     for i in range(2):
         objects += _machine_objects(ml, f"worker-{i}", False, "worker-bootstrap", image)
     ml.play(
-        [{"baremetal.capi.baremetalhost": {"hosts": [ml.fake_host(i) for i in range(n_hosts)], "wait": True}}]
+        [{"baremetal.capi.baremetalhost": {"hosts": hosts, "wait": True}}]
         + [{"baremetal.capi.object": {"definition": o}, "no_log": True} for o in objects]
         + [
             {
@@ -97,15 +107,20 @@ def _setup(ml, n_hosts: int) -> None:
             {"baremetal.capi.metal3_data_template": {"name": "nodes", "spec": TEMPLATE}},
         ]
     )
+    return [h["name"] for h in hosts]
 
 
 def _secret_payload(ml, name: str, key: str):
     return yaml.safe_load(base64.b64decode(ml.store.get("Secret", name, ml.ns)["data"][key]).decode())
 
 
-def test_three_machines_provision_provider_id_rerun_delete(mlab):
+@pytest.mark.parametrize(
+    "redfish, n_hosts",
+    [pytest.param(False, 4, id="fake-hardware"), pytest.param(True, 12, id="redfish-12-hosts")],
+)
+def test_three_machines_provision_provider_id_rerun_delete(mlab, redfish, n_hosts):
     ml = mlab
-    _setup(ml, n_hosts=4)
+    all_hosts = _setup(ml, n_hosts, redfish)
 
     # check mode: each machine would get its own host; nothing is written, Ironic untouched
     (preview,) = ml.play([{"baremetal.capi.metal3_machine": {"cluster": ml.cluster}}], check=True)
@@ -113,7 +128,7 @@ def test_three_machines_provision_provider_id_rerun_delete(mlab):
     would = [m["host"] for m in preview["machines"]]
     assert len(set(would)) == 3 and all(would), preview["machines"]
     assert all("consumerRef" not in h["spec"] for h in ml.store.list("BareMetalHost", ml.ns))
-    assert all(ml.node(f"host-{i}").provision_state == "manageable" for i in range(4))
+    assert all(ml.node(h).provision_state == "manageable" for h in all_hosts)
 
     # the control plane first (kubeadm init brings up the workload API), then the rest
     (cp,) = ml.play([{"baremetal.capi.metal3_machine": {"name": "cp-0"}}])
@@ -156,8 +171,7 @@ def test_three_machines_provision_provider_id_rerun_delete(mlab):
         assert "node.cluster.x-k8s.io/uninitialized" not in [t.key for t in wnode.spec.taints or []]
         assert wnode.metadata.annotations["cluster.x-k8s.io/machine"] == name
     assert len(hosts_used) == 3
-    spare = ({f"host-{i}" for i in range(4)} - hosts_used).pop()
-    assert ml.node(spare).provision_state == "manageable"
+    assert all(ml.node(h).provision_state == "manageable" for h in set(all_hosts) - hosts_used)
     assert len(ml.store.list("IPClaim", ml.ns)) == 3
     assert ml.store.get("Cluster", ml.cluster, ml.ns)["status"]["initialization"]["infrastructureProvisioned"]
 
@@ -188,7 +202,7 @@ def test_three_machines_provision_provider_id_rerun_delete(mlab):
     (last,) = ml.play([{"baremetal.capi.metal3_machine": {"cluster": ml.cluster, "state": "absent"}}])
     assert last["changed"]
     assert ml.store.list("Metal3Machine", ml.ns) == [] and ml.store.list("IPClaim", ml.ns) == []
-    assert all(ml.node(f"host-{i}").provision_state in ("available", "manageable") for i in range(4))
+    assert all(ml.node(h).provision_state in ("available", "manageable") for h in all_hosts)
     assert all(h["status"]["provisioning"]["state"] == "available" for h in ml.store.list("BareMetalHost", ml.ns))
     (absent,) = ml.play([{"baremetal.capi.metal3_machine": {"cluster": ml.cluster, "state": "absent"}}])
     assert absent["changed"] is False
@@ -209,7 +223,7 @@ def _token_secret(token: str) -> dict:
 def test_no_available_host_then_a_host_frees_up(mlab):
     """Two machines, one host: the loser waits and says "No available host found"."""
     ml = mlab
-    _setup(ml, n_hosts=1)
+    _setup(ml, 1)
     (res,) = ml.play(
         [{"baremetal.capi.metal3_machine": {"cluster": ml.cluster, "wait_timeout": 20}}], expect_failure=True
     )
