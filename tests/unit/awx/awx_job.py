@@ -29,6 +29,7 @@ TYPES = {
     "maas": AWX / "credential_types" / "maas.yml",
     "ironic": AWX / "credential_types" / "ironic_clouds_yaml.yml",
 }
+_RESULT_EVENTS = ("runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable")
 SURVEY_TYPES = {"text", "textarea", "password", "integer", "float", "multiplechoice", "multiselect"}
 
 
@@ -146,6 +147,8 @@ def run_job(playbook: str, private_dir: Path, extra_vars: dict, env: dict, inven
     """ansible-runner as AWX's task runner uses it: the project is the repository, the collection from build/."""
     import ansible_runner
 
+    Path(private_dir).mkdir(parents=True, exist_ok=True)
+
     envvars = {
         "ANSIBLE_COLLECTIONS_PATH": str(REPO / "build"),
         "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
@@ -170,7 +173,7 @@ def task_results(runner, task_name: str) -> list[dict]:
     out = []
     for event in runner.events:
         data = event.get("event_data") or {}
-        if data.get("task") == task_name and event.get("event", "").startswith("runner_on_"):
+        if data.get("task") == task_name and event.get("event", "") in _RESULT_EVENTS:
             out.append({"event": event["event"], "res": data.get("res") or {}})
     return out
 
