@@ -22,7 +22,8 @@ description:
     C(maasremediation.remediation.capi.baremetal.io), the power-off request
     C(reboot.metal3.io/maas-remediation-<uid>) on the MaasMachine carried out with MAAS C(power_off) (stop_mode
     V(hard)), the Node fenced once MAAS reports the machine off), C(Waiting) (the request removed and MAAS
-    C(power_on), the Node restored, then done once it is Ready, or a retry after C(timeoutSeconds)), and at the
+    C(power_on), the Node restored, then done once it is Ready - and the MaasRemediation deleted, as
+    MachineHealthCheck does for a healthy Machine - or a retry after C(timeoutSeconds)), and at the
     retry limit C(Deleting machine) - the MAAS machine gets the tag O(unhealthy_tag), which allocation excludes
     with C(not_tags), and the Machine C(OwnerRemediated=False) reason C(WaitingForRemediation). A MAAS machine that
     is no longer deployed ends in C(Failed).

@@ -29,9 +29,9 @@ description:
     and never power cycles the host twice for the same retry.
   - Differences from CAPM3 - the timeout also runs while the host has not come back on; O(fencing=auto) looks at the
     workload cluster's API server version (CAPM3 looks at the management cluster's, whose version does not decide
-    whether the workload cluster honours the taint); the remediation is done once the Node is Ready (CAPM3 leaves
-    that to MachineHealthCheck, which deletes the object); no pods are drained (none are scheduled by this
-    collection).
+    whether the workload cluster honours the taint); the remediation is done once the Node is Ready, and then
+    deleted as MachineHealthCheck deletes it for a healthy Machine (so a later failure starts afresh); no pods are
+    drained (none are scheduled by this collection).
   - O(state=absent) deletes the remediations - the power-off request is taken back and the Node restored first.
 author:
   - baremetal.capi contributors (!UNKNOWN)

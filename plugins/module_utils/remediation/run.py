@@ -4,7 +4,8 @@
 
 For each Machine: create its remediation when it has none (from a template or a strategy, as
 MachineHealthCheck would, and only when the Machine is unhealthy unless forced), then reconcile it
-one step, or until a terminal phase / the Node is Ready again with ``wait``.  ``state=absent`` deletes
+one step, or until a terminal phase / the Node is Ready again with ``wait``; once the Node is Ready again
+the remediation is deleted, as MachineHealthCheck deletes it when the Machine is healthy.  ``state=absent`` deletes
 the remediation, which first takes the power-off request back and undoes the fencing.
 """
 
@@ -91,6 +92,12 @@ def remediate(
         out = rem.step(name, ns, check=check)
         if name in created:
             out.changed = True
+        if out.done and out.data.get("outcome") == reboot.OUTCOME_REMEDIATED and not check:
+            # MachineHealthCheck deletes the remediation once the Machine is healthy again, so that a later
+            # failure starts a fresh one (retries and timeout from zero)
+            store.delete(kind, name, ns)
+            out.changed = True
+            out.message += f"; {kind} deleted (the Machine is healthy)"
         return out
 
     return runner.run(machines, step, wait=wait and not check, timeout=timeout, poll=poll, workers=workers)

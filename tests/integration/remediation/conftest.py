@@ -53,13 +53,15 @@ def mlab(lab, machine_lab_inventory, tmp_path, endpoint):
         it.cleanup()
 
 
-def free_redfish_hosts(ml, count: int) -> list[dict]:
-    """Lab Redfish hosts no Ironic node uses now (other tests share the lab)."""
-    used = {p.address.lower() for p in ml.conn.baremetal.ports()}
-    free = [h for h in ml.inv["hosts"] if h["boot_mac"].lower() not in used]
-    if len(free) < count:
-        pytest.fail(f"need {count} free lab Redfish hosts, {len(free)} free")
-    return free[:count]
+def free_redfish_hosts(ml, count: int, patience: float = 900) -> list[dict]:
+    """Lab Redfish hosts no Ironic node uses now; other tests share the lab, so wait for them to give some back."""
+
+    def free():
+        used = {p.address.lower() for p in ml.conn.baremetal.ports()}
+        found = [h for h in ml.inv["hosts"] if h["boot_mac"].lower() not in used]
+        return found[:count] if len(found) >= count else None
+
+    return eventually(free, f"{count} free lab Redfish hosts (other tests hold them)", patience=patience)
 
 
 def redfish_entry(h: dict, **labels) -> dict:
