@@ -143,13 +143,13 @@ class MachineManager:
         m3m = refs.get_or_none(self.store, KIND, name, ns)
         if m3m is None:
             raise Invalid(f'Metal3Machine "{name}" not found', obj=f"Metal3Machine {ns}/{name}")
-        host_spec.validate(m3m)
         machine = owner_machine(self.store, m3m, check=check)
         m3m = self.store.get(KIND, name, ns)
         if meta.is_deleting(m3m):
             from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import machine_delete
 
             return machine_delete.step(self, m3m, machine, check=check)
+        host_spec.validate(m3m)  # the webhook's rules, before anything is written for this machine
         after = copy.deepcopy(m3m)
         if machine is None:
             self._cond(

@@ -73,6 +73,9 @@ def step(mgr, m3m: dict, machine: dict | None, *, check: bool = False) -> Step:
     from ansible_collections.baremetal.capi.plugins.module_utils.metal3.machine import associated_host, mutate_host
 
     store, ns, name = mgr.store, meta.namespace(m3m), meta.name(m3m)
+    cluster_name = (machine or {}).get("spec", {}).get("clusterName") or meta.labels(m3m).get(names.CLUSTER_NAME_LABEL)
+    if refs.is_paused(refs.get_or_none(store, "Cluster", cluster_name, ns), m3m):
+        return Step(message="paused", requeue_after=30)  # CAPM3 checks the pause before reconcileDelete
     after = copy.deepcopy(m3m)
     conditions.set_condition(after, names.ASSOCIATE_METADATA, False, names.DELETING_REASON, clock=mgr.clock)
     if check:
@@ -86,7 +89,6 @@ def step(mgr, m3m: dict, machine: dict | None, *, check: bool = False) -> Step:
             if (status.get(key) or {}).get("name") == f"{name}{suffix}":
                 status.pop(key, None)
         status.pop("renderedData", None)
-    cluster_name = (machine or {}).get("spec", {}).get("clusterName") or meta.labels(m3m).get(names.CLUSTER_NAME_LABEL)
     cluster = refs.get_or_none(store, "Cluster", cluster_name, ns)
     host = associated_host(store, m3m)
     if host is not None and choose.consumed_by(host, m3m):

@@ -256,3 +256,21 @@ def test_failure_domain_copied_from_machine_and_preferred(store):
     manager(store).step("w1", "default")
     assert store.get("Metal3Machine", "w1", "default")["spec"]["failureDomain"] == "fd-b"
     assert host_of(store, "w1") == "h-b"
+
+
+def test_delete_waits_while_the_cluster_is_paused(store):
+    make_world(store, n_hosts=1)
+    add_machine(store, "w1")
+    mgr = manager(store)
+    mgr.step("w1", "default")
+    c = store.get("Cluster", "c1", "default")
+    c["spec"]["paused"] = True
+    store.update(c)
+    step = mgr.delete_step("w1", "default")
+    assert not step.done and step.message == "paused"
+    assert store.get("BareMetalHost", "h0", "default")["spec"]["consumerRef"]["name"] == "w1"
+    c = store.get("Cluster", "c1", "default")
+    c["spec"]["paused"] = False
+    store.update(c)
+    assert mgr.delete_step("w1", "default").done  # the host never left available: nothing to wait for
+    assert "consumerRef" not in store.get("BareMetalHost", "h0", "default")["spec"]
