@@ -190,6 +190,17 @@ class WorkloadClient:
             body.setdefault("metadata", {})["resourceVersion"] = str(resource_version)
         return self._call(f"Node {name}", self._core.patch_node, name, body, _content_type=MERGE_PATCH)
 
+    def label_namespace(self, name: str, labels: dict, check: bool = False) -> bool:
+        """Merge ``labels`` into a Namespace's labels (CAPMAAS marks kube-system); True if that changes it."""
+        ns = self._call(f"Namespace {name}", self._core.read_namespace, name)
+        have = (ns.get("metadata") or {}).get("labels") or {}
+        if all(have.get(k) == v for k, v in labels.items()):
+            return False
+        if not check:
+            patch = {"metadata": {"labels": labels}}
+            self._call(f"Namespace {name}", self._core.patch_namespace, name, patch, _content_type=MERGE_PATCH)
+        return True
+
     def set_provider_id(self, name: str, provider_id: str) -> dict:
         return self.patch_node(name, {"spec": {"providerID": provider_id}})
 

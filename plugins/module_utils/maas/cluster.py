@@ -90,16 +90,23 @@ class ClusterManager:
             return after
         return refs.write(self.store, before, after)
 
-    def api_server_online(self, cluster_name: str, ns: str) -> tuple[bool, str]:
-        """IsAPIServerOnline: listing the workload cluster's Nodes succeeds."""
+    def api_server_online(self, cluster_name: str, ns: str, check: bool = False) -> tuple[bool, str, bool]:
+        """IsAPIServerOnline: listing the workload cluster's Nodes succeeds.  (online, why not, labelled).
+
+        Once online, the workload kube-system namespace gets ``cluster-api-maas/api-server-ready=true``.
+        """
         try:
             client = wl.client_for(self.store, cluster_name, ns, self.workload_kubeconfig)
             client.list_nodes()
         except NotFound:
-            return False, f"no {wl.kubeconfig_secret_name(cluster_name)} Secret yet"
+            return False, f"no {wl.kubeconfig_secret_name(cluster_name)} Secret yet", False
         except CapiError as exc:
-            return False, str(exc)
-        return True, ""
+            return False, str(exc), False
+        try:
+            labelled = client.label_namespace("kube-system", {names.MAAS_API_SERVER_READY_LABEL: "true"}, check=check)
+        except CapiError as exc:  # CAPMAAS retries the label after 30 s; the API itself answered
+            return True, f"labelling kube-system: {exc}", False
+        return True, "", labelled
 
     def step(self, name: str, ns: str, check: bool = False) -> Step:
         mc = refs.get_or_none(self.store, KIND, name, ns)
@@ -141,7 +148,7 @@ class ClusterManager:
             dns_result = dns.reconcile_dns(
                 self.store, self.client, cname, ns, subnets=self.subnets, check=check, maas_cluster=after
             )
-        online, why = self.api_server_online(cname, ns)
+        online, why, labelled = self.api_server_online(cname, ns, check=check)
         if online:
             self._cond(after, names.MAAS_API_SERVER_AVAILABLE, True, names.MAAS_API_SERVER_AVAILABLE_REASON)
         else:
@@ -160,7 +167,7 @@ class ClusterManager:
         message = "API server available" if online else f"waiting for the API server: {why}"
         return Step(
             done=online,
-            changed=stored != mc or dns_result["changed"] or cstep.changed,
+            changed=stored != mc or dns_result["changed"] or cstep.changed or labelled,
             message=message,
             requeue_after=5,
             data=data,

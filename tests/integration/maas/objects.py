@@ -108,3 +108,11 @@ def nodes(kubeconfig_text: str) -> dict[str, dict]:
 
     api = k8s.CoreV1Api(kconfig.new_client_from_config_dict(yaml.safe_load(kubeconfig_text)))
     return {n.metadata.name: {"providerID": n.spec.provider_id} for n in api.list_node().items}
+
+
+def namespace_labels(kubeconfig_text: str, name: str) -> dict:
+    from kubernetes import client as k8s
+    from kubernetes import config as kconfig
+
+    api = k8s.CoreV1Api(kconfig.new_client_from_config_dict(yaml.safe_load(kubeconfig_text)))
+    return api.read_namespace(name).metadata.labels or {}

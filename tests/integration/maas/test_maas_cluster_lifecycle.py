@@ -25,7 +25,15 @@ def _sid(store, name):
     return store.get("MaasMachine", name, NS)["spec"]["providerID"].rsplit("/", 1)[-1]
 
 
-def test_three_control_planes_two_workers(sim, play, store, tag):
+def _hosts(maas_lab, sim, tag) -> dict:
+    """What the node simulator did with this test's machines (for failure messages)."""
+    from lab.nodesim import client as nodesim
+
+    mine = {f"maas/{m['system_id']}" for m in sim.tagged(tag)}
+    return {k: v for k, v in nodesim.status(maas_lab.cfg).get("hosts", {}).items() if k in mine}
+
+
+def test_three_control_planes_two_workers(sim, play, store, tag, maas_lab):
     cname = f"c{tag[1:7]}"
     cp_tags, w_tags = [f"{tag}cp"], [f"{tag}w"]
     cpu = {"cpu_count": 4, "memory": 8192}
@@ -35,7 +43,7 @@ def test_three_control_planes_two_workers(sim, play, store, tag):
     # --- the cluster: DNS name, record with TTL 10, endpoint --------------------------------------------------
     _create(store, objects.cluster(cname, NS, ["az-1", "az-2", "az-3"]))
     r = play("maas_cluster", {"name": cname})
-    assert not r.get("failed"), r
+    assert not r.get("failed"), r.get("msg") or r
     fqdn = r["dns_name"]
     assert re.fullmatch(rf"{cname}-[0-9a-f]{{6}}\.maas", fqdn), fqdn
     record = sim.dns(fqdn)
@@ -80,7 +88,7 @@ def test_three_control_planes_two_workers(sim, play, store, tag):
 
     # --- the first control plane: kubeadm init, the record holds it, its Node gets the providerID --------------
     r = play("maas_machine", {"name": "cp-0", "wait_timeout": 300})
-    assert not r.get("failed"), r
+    assert not r.get("failed"), (r.get("msg"), _hosts(maas_lab, sim, tag))
     m0 = sim.machine(s0["system_id"])
     assert (m0["status_name"], m0["power_state"], m0["osystem"], m0["distro_series"]) == (
         "Deployed",
@@ -94,7 +102,7 @@ def test_three_control_planes_two_workers(sim, play, store, tag):
 
     # --- every machine of the cluster at once ----------------------------------------------------------------
     r = play("maas_machine", {"cluster": cname, "wait_timeout": 300})
-    assert not r.get("failed"), r
+    assert not r.get("failed"), (r.get("msg"), _hosts(maas_lab, sim, tag))
     assert sorted(m["name"] for m in r["machines"]) == ["cp-0", "cp-1", "cp-2", "w-0", "w-1"]
     sids = {name: _sid(store, name) for name in data}
     assert sids["cp-0"] == s0["system_id"]
@@ -123,6 +131,11 @@ def test_three_control_planes_two_workers(sim, play, store, tag):
     # --- re-run: no change, nothing happens in MAAS -------------------------------------------------------------
     r = play("maas_cluster", {"name": cname, "wait_for_api_server": True})
     assert not r.get("failed") and r["api_server_available"] is True, r
+    assert objects.namespace_labels(kubeconfig, "kube-system")["cluster-api-maas/api-server-ready"] == "true"
+    conds = {c["type"]: c for c in store.get("MaasCluster", cname, NS)["status"]["conditions"]}
+    assert {t: conds[t]["status"] for t in ("LoadBalancerReady", "APIServerAvailable", "Ready")} == dict.fromkeys(
+        ("LoadBalancerReady", "APIServerAvailable", "Ready"), "True"
+    )
     histories = {sid: sim.machine(sid)["history"] for sid in sids.values()}
     r = play("maas_machine", {"cluster": cname})
     assert not r.get("failed") and r["changed"] is False, r
@@ -135,20 +148,25 @@ def test_three_control_planes_two_workers(sim, play, store, tag):
     path = f"machines/{sids['w-0']}/"
     sim.ctl("POST", "faults", {"status": 503, "count": 2, "method": "GET", "path": path})
     r = play("maas_machine_info", {"name": "w-0"})
-    assert not r.get("failed"), r
+    assert not r.get("failed"), r.get("msg") or r
     assert r["machines"][0]["maas"]["status_name"] == "Deployed"
     assert not [f for f in sim.ctl("GET", "faults") if f.get("path") == path], "the two 503s were not all answered"
 
     # --- removing a control plane: the record is updated before the release ------------------------------------
     cp2 = sids["cp-2"]
+    r = play("maas_machine", {"name": "cp-2", "state": "absent"}, check=True)
+    assert not r.get("failed") and r["changed"] and cp2 in r["machines"][0]["message"], r
+    assert sim.dns_ips(fqdn) == sorted(live[n]["ip"] for n in ("cp-0", "cp-1", "cp-2"))
+    assert sim.machine(cp2)["status_name"] == "Deployed"
+    assert not store.get("MaasMachine", "cp-2", NS)["metadata"].get("deletionTimestamp")
     # every attempt of the first release answers 503 (1 + 5 retries), so that step stops between the two
     sim.ctl("POST", "faults", {"status": 503, "count": 6, "method": "POST", "path": f"machines/{cp2}/"})
     r = play("maas_machine", {"name": "cp-2", "state": "absent", "wait": False})
-    assert not r.get("failed"), r
+    assert not r.get("failed"), r.get("msg") or r
     assert sim.dns_ips(fqdn) == sorted(live[n]["ip"] for n in ("cp-0", "cp-1"))
     assert (sim.machine(cp2)["status_name"], sim.machine(cp2)["owner"]) == ("Deployed", "admin")
     r = play("maas_machine", {"name": "cp-2", "state": "absent", "wait_timeout": 300})
-    assert not r.get("failed"), r
+    assert not r.get("failed"), r.get("msg") or r
     assert sim.machine(cp2)["owner"] is None and sim.machine(cp2)["status_name"] in ("Releasing", "Ready")
     assert "Releasing" in [h[2] for h in sim.machine(cp2)["history"]]
     assert live["cp-2"]["hostname"].lower() not in objects.nodes(kubeconfig)
@@ -174,7 +192,7 @@ def test_three_control_planes_two_workers(sim, play, store, tag):
     assert "Failed deployment" in [h[2] for h in sim.machine(x["system_id"])["history"]]
     assert "providerID" not in store.get("MaasMachine", "w-2", NS)["spec"]
     r = play("maas_machine", {"name": "w-2", "wait_timeout": 300})
-    assert not r.get("failed"), r
+    assert not r.get("failed"), r.get("msg") or r
     assert _sid(store, "w-2") == y["system_id"]
     my = sim.machine(y["system_id"])
     assert (my["status_name"], my["power_state"]) == ("Deployed", "on")
@@ -182,7 +200,7 @@ def test_three_control_planes_two_workers(sim, play, store, tag):
 
     # --- deleting the cluster releases every machine and removes the record --------------------------------------
     r = play("maas_cluster", {"name": cname, "state": "absent", "wait_timeout": 300})
-    assert not r.get("failed"), r
+    assert not r.get("failed"), r.get("msg") or r
     for m in sim.tagged(tag):
         assert m["owner"] is None and m["status_name"] in ("Releasing", "Ready"), m
     assert sim.dns(fqdn) == []

@@ -39,6 +39,9 @@ def test_dns_record_follows_running_control_planes_and_is_never_emptied(sim, pla
     cname = f"d{tag[1:7]}"
     for obj in objects.cluster(cname, NS, ["az-1"]):
         store.create(obj)
+    r = play("maas_cluster", {"name": cname}, check=True)  # would make the record; makes nothing
+    assert not r.get("failed") and r["changed"] and r["dns"]["created"], r
+    assert sim.dns(r["dns_name"]) == [] and "status" not in store.get("MaasCluster", cname, NS)
     r = play("maas_cluster", {"name": cname})
     assert not r.get("failed"), r
     fqdn = r["dns_name"]
