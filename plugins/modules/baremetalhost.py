@@ -141,11 +141,26 @@ options:
 """
 
 EXAMPLES = r"""
-- name: Register the lab's Redfish hosts and wait until they are available
+- name: Register Redfish hosts at once and wait until they are available
   baremetal.capi.baremetalhost:
     namespace: metal3
-    hosts: "{{ lab.hosts | map('baremetal_host') }}"
-    cloud: lab-ironic
+    cloud: lab-ironic  # or OS_CLOUD + OS_CLIENT_CONFIG_FILE from AWX's OpenStack credential
+    hosts:
+      - name: node-1
+        spec:
+          bmc:
+            address: redfish-virtualmedia+http://127.0.0.1:28001/redfish/v1/Systems/1
+            credentialsName: node-1-bmc-secret
+          bootMACAddress: "00:5c:52:31:3a:01"
+          online: false
+          automatedCleaningMode: disabled
+      - name: node-2
+        spec:
+          bmc:
+            address: ipmi://10.0.0.12:623
+            credentialsName: node-2-bmc-secret
+          bootMACAddress: "00:5c:52:31:3a:02"
+          online: false
     wait: true
 
 - name: One host, credentials inline, hardware details instead of inspection
