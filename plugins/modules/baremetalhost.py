@@ -91,8 +91,7 @@ options:
         description: As O(bmc_username).
       bmc_password:
         type: str
-        no_log: true
-        description: As O(bmc_password).
+        description: As O(bmc_password). Never logged.
       hardware:
         type: dict
         description: As O(hardware).
@@ -211,7 +210,7 @@ hosts:
     namespace: {description: Its namespace., type: str, returned: always}
     changed: {description: Whether this task changed it (objects or Ironic)., type: bool, returned: always}
     failed: {description: Whether it failed., type: bool, returned: always}
-    message: {description: What the last step did, or the error., type: str, returned: always}
+    message: {description: 'What the last step did, or the error.', type: str, returned: always}
     state: {description: C(status.provisioning.state) after the task., type: str, returned: always}
     poweredOn: {description: C(status.poweredOn)., type: bool, returned: always}
     errorType: {description: C(status.errorType)., type: str, returned: always}
