@@ -52,6 +52,7 @@ class Ctx:
         self.host = host
         self.status = meta.deepcopy(host.get("status") or {})
         self.status.setdefault("provisioning", {})
+        self.status.setdefault("errorMessage", "")
         self.node = None
         self.messages: list[str] = []
         self.changed = False
@@ -100,8 +101,8 @@ class Ctx:
 
     def clear_error(self, only: tuple = ()) -> None:
         if self.status.get("errorType") and (not only or self.status["errorType"] in only):
-            for k in ("errorType", "errorMessage"):
-                self.status.pop(k, None)
+            self.status.pop("errorType", None)  # an enum, omitted when empty
+            self.status["errorMessage"] = ""  # BMO's CRD requires the field: empty, not absent
             self.status["errorCount"] = 0
             self.status["operationalStatus"] = names.BMH_OPERATIONAL_OK
 
