@@ -108,6 +108,8 @@ def handle(ctx):
         return ironic_delete.route_delete(ctx)
     if meta.add_finalizer(meta.deepcopy(ctx.host), S.BMH_FINALIZER):
         ctx.update_meta(lambda o: meta.add_finalizer(o, S.BMH_FINALIZER))
+    if _restore_status(ctx):
+        return NOW
     state = ctx.state
     if state == S.BMH_STATE_NONE:
         if (ctx.spec.get("bmc") or {}).get("address"):
@@ -124,6 +126,33 @@ def handle(ctx):
     return HANDLERS.get(state, _unknown)(ctx)
 
 
+def _restore_status(ctx) -> bool:
+    """An empty status is filled from the baremetalhost.metal3.io/status annotation, which is then
+    removed (BMO ctrl:2723-2762; clusterctl move and CAPM3 carry status this way).  HardwareData wins
+    for hardware."""
+    raw = ((ctx.host.get("metadata") or {}).get("annotations") or {}).get(S.BMH_STATUS_ANNOTATION)
+    if raw is None:
+        return False
+    if not (ctx.host.get("status") or {}).get("lastUpdated"):
+        import json
+
+        try:
+            restored = json.loads(raw) if raw else {}
+        except ValueError:
+            restored = None
+        if isinstance(restored, dict) and restored:
+            ctx.status = restored
+            ctx.status.setdefault("provisioning", {})
+            ctx.status.setdefault("errorMessage", "")
+            hardware = _hardware_data(ctx)
+            if hardware:
+                ctx.status["hardware"] = hardware
+            ctx.say("status restored from the status annotation")
+    ctx.save()
+    ctx.update_meta(lambda o: o["metadata"]["annotations"].pop(S.BMH_STATUS_ANNOTATION, None) is not None)
+    return True
+
+
 def _unknown(ctx):
     return ctx.set_state(S.BMH_STATE_AVAILABLE, f"state {ctx.state!r} is not used by this driver")
 
@@ -137,15 +166,18 @@ def _registering(ctx):
     return ctx.set_state(S.BMH_STATE_INSPECTING)
 
 
+def _hardware_data(ctx) -> dict | None:
+    try:
+        return (ctx.store.get(base.HARDWARE_DATA_KIND, ctx.name, ctx.ns).get("spec") or {}).get("hardware") or None
+    except NotFound:
+        return None
+
+
 def _take_hardware(ctx) -> bool:
     """status.hardware from the HardwareData object or the hardwaredetails annotation (no inspection)."""
     if ctx.status.get("hardware"):
         return True
-    try:
-        data = ctx.store.get(base.HARDWARE_DATA_KIND, ctx.name, ctx.ns)
-        hw = (data.get("spec") or {}).get("hardware")
-    except NotFound:
-        hw = None
+    hw = _hardware_data(ctx)
     if not hw:
         import json
 

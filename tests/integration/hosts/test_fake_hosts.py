@@ -5,6 +5,8 @@ Through ansible-playbook; asserted on the Ironic nodes and the store, not on mod
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytestmark = pytest.mark.timeout(900)
@@ -120,3 +122,26 @@ def test_bad_input_fails_before_anything_is_written(hostlab):
     (bad,) = hl.play([{"baremetal.capi.baremetalhost": {"hosts": [entry]}}], expect_failure=True)
     assert "spec.image.checksum" in bad["msg"]
     assert hl.store.list("BareMetalHost", hl.ns) == []
+
+
+def test_status_annotation_restores_an_empty_status(hostlab):
+    """What clusterctl move carries: the status as an annotation, restored instead of starting over."""
+    hl = hostlab
+    entry = fake_entry(hl, 7, online=False)
+    entry.pop("hardware")
+    moved = {
+        "operationalStatus": "OK",
+        "poweredOn": False,
+        "provisioning": {"state": "available", "ID": "", "rootDeviceHints": {"deviceName": "/dev/vda"}},
+        "hardware": {"hostname": "from-annotation", "nics": []},
+    }
+    entry["annotations"] = {"baremetalhost.metal3.io/status": json.dumps(moved)}
+    (res,) = hl.play([{"baremetal.capi.baremetalhost": {"hosts": [entry], "wait": True}}])
+    assert res["hosts"][0]["state"] == "available"
+    bmh = hl.bmh("fake-7")
+    assert "baremetalhost.metal3.io/status" not in (bmh["metadata"].get("annotations") or {})
+    assert bmh["status"]["hardware"]["hostname"] == "from-annotation"
+    # never went through preparing again: the moved root device hints stay
+    assert bmh["status"]["provisioning"]["rootDeviceHints"] == {"deviceName": "/dev/vda"}
+    node = hl.node("fake-7")
+    assert node.provision_state == "manageable" and bmh["status"]["provisioning"]["ID"] == node.id
