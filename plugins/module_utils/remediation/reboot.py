@@ -124,17 +124,30 @@ class Remediator:
         try:
             rem = self.store.get(self.kind, name, ns)
         except NotFound:
-            raise Invalid(f"{self.kind} {ns}/{name} not found", obj=f"{self.kind} {ns}/{name}") from None
+            # gone: deleted (its last finalizer let go) or never made; ``run.remediate`` creates them
+            return Step(done=True, message=f"{self.kind} {ns}/{name} does not exist", data={"outcome": "gone"})
         common.validate_remediation(rem)
         phase = (rem.get("status") or {}).get("phase") or ""
         if phase in common.TERMINAL and not meta.is_deleting(rem):
             return Step(done=True, message=f"phase {phase}", data=self._report(rem, outcome=phase))
         if ((rem.get("spec") or {}).get("strategy") or {}).get("type", common.REBOOT) != common.REBOOT:
             return Step(done=True, message="not a Reboot strategy: ignored", data=self._report(rem))
+        if meta.is_deleting(rem):
+            try:
+                machine = self.owner_machine(rem)
+                target = self.target.resolve(rem, machine)
+            except Requeue as exc:
+                # the Machine or its host went first (the machines flow replaced it): nothing left to undo
+                return self._write(
+                    check,
+                    rem,
+                    None,
+                    f"let go ({exc.message})",
+                    lambda: self._set_meta(rem, lambda r: meta.remove_finalizer(r, self.target.finalizer)),
+                )
+            return self._delete(rem, machine, target, check)
         machine = self.owner_machine(rem)
         target = self.target.resolve(rem, machine)
-        if meta.is_deleting(rem):
-            return self._delete(rem, machine, target, check)
         if self.target.offline(target):
             if check:
                 return Step(
@@ -166,11 +179,13 @@ class Remediator:
         if check:
             return Step(done=True, changed=True, message=f"would {what}", data=self._report(rem, target))
         result = act()
-        rem = (
-            result
-            if isinstance(result, dict) and result.get("kind") == self.kind
-            else self.store.get(self.kind, meta.name(rem), meta.namespace(rem))
-        )
+        if isinstance(result, dict) and result.get("kind") == self.kind and not meta.is_deleting(rem):
+            rem = result
+        else:
+            try:
+                rem = self.store.get(self.kind, meta.name(rem), meta.namespace(rem))
+            except NotFound:  # its last finalizer went while it was being deleted: it is gone
+                return Step(done=True, changed=True, message=f"{what}: deleted", data=self._report(rem, target))
         return Step(changed=True, message=what, requeue_after=0, data=self._report(rem, target))
 
     def _wait(self, rem, target, message: str, after: float | None = None) -> Step:

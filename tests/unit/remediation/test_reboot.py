@@ -297,3 +297,45 @@ def test_the_same_on_the_kubernetes_store(kube_store, kube_namespace, wkube):
     assert host["metadata"]["annotations"]["capm3.metal3.io/unhealthy"] == "capm3/UnhealthyNode"
     cond = conditions.get(kube_store.get("Machine", "m-0", ns), "OwnerRemediated")
     assert cond["reason"] == "WaitingForRemediation"
+
+
+def test_deleting_after_the_machine_went_lets_go(store, wkube):
+    """Deleting machine with delete fencing keeps the finalizer (the Node never came back to be restored);
+    once the machines flow has removed the Metal3Machine, deleting the remediation lets go of it."""
+    ns, node, _rem = make_world(store, wkube, retry_limit=1, timeout=100)
+    bmo, clock = Bmo(wkube, node, comes_back=False), Clock()
+
+    def on_wait(step):
+        if step.data.get("phase") == "Waiting":
+            clock.advance(101)
+
+    r = remediator(store, wkube, bmo, clock, fencing="delete")
+    assert drive(r, ns, limit=200, on_wait=on_wait)[-1].data["outcome"] == "Deleting machine"
+    assert store.get("Metal3Remediation", "m-0", ns)["metadata"]["finalizers"]
+    store.delete("Metal3Machine", "m-0", ns)
+    store.delete("Metal3Remediation", "m-0", ns)
+    step = r.step("m-0", ns)
+    assert step.changed and step.done and "let go" in step.message
+    assert store.list("Metal3Remediation", ns) == []
+    assert bmo.cycles == 2  # deleting powered nothing
+
+
+def test_deleting_while_off_powers_the_host_back_on(store, wkube):
+    ns, node, _rem = make_world(store, wkube)
+    bmo, clock = Bmo(wkube, node), Clock()
+    r = remediator(store, wkube, bmo, clock, fencing="taint")
+    for _ in range(20):
+        r.step("m-0", ns)
+        if store.get("Metal3Remediation", "m-0", ns)["status"].get("phase") == "Waiting":
+            break
+    store.delete("Metal3Remediation", "m-0", ns)
+    for _ in range(10):
+        step = r.step("m-0", ns)
+        bmo.reconcile(store, (ns, "host-0"))  # BMO acts on the annotation gone
+        if step.done:
+            break
+    assert store.list("Metal3Remediation", ns) == []
+    host = store.get("BareMetalHost", "host-0", ns)
+    assert not [k for k in host["metadata"].get("annotations", {}) if k.startswith("reboot.metal3.io")]
+    assert host["status"]["poweredOn"] is True and bmo.history == [False, True]
+    assert OOS not in [t["key"] for t in wkube.get_node(node)["spec"].get("taints") or []]
