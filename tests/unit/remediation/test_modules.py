@@ -116,3 +116,12 @@ def test_health_info_from_a_machine_health_check(run, store, wkube, workload_kub
     assert (
         not out["remediation_allowed"] and out["unhealthy"] == [] and "unhealthyInRange" in out["remediation_blocked"]
     )
+
+
+def test_maas_remediation_needs_the_maas_connection(run, store, monkeypatch):
+    monkeypatch.delenv("MAAS_URL", raising=False)
+    monkeypatch.delenv("MAAS_API_KEY", raising=False)
+    from ansible_collections.baremetal.capi.plugins.modules import maas_remediation
+
+    out = run(maas_remediation, {"machines": ["m-0"]})
+    assert out["failed"] and "maas_url and maas_api_key required" in out["msg"]
