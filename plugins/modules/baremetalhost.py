@@ -270,6 +270,11 @@ def main():
     present = p["state"] == "present"
     with module.errors():
         store = module.store
+        # options are checked before anything is written (the driver connects only when used)
+        options = {"poll": p["poll"]}
+        if p["host_driver"] == "ironic":
+            options.update({k: p[k] for k in ("cloud", "ironic_url", "boot_iso") if p[k]})
+        driver = base.get_driver(p["host_driver"], options)
         keys, written, befores, predicted = [], {}, {}, {}
         for entry in entries:
             objs = bmh.build(entry, ns_default)
@@ -284,10 +289,6 @@ def main():
                 written[key] = before is not None
         results = {}
         if not module.check_mode:
-            options = {"poll": p["poll"]}
-            if p["host_driver"] == "ironic":
-                options.update({k: p[k] for k in ("cloud", "ironic_url", "boot_iso") if p[k]})
-            driver = base.get_driver(p["host_driver"], options)
             try:
                 live = [k for k in keys if present or befores[k] is not None]
                 for res in bmh.reconcile(

@@ -36,8 +36,13 @@ class HostLab:
         self.conn = openstack.connect(auth_type="none", baremetal_endpoint_override=inventory["ironic"]["url"])
 
     # -- ansible-playbook -------------------------------------------------------------------
-    def play(self, tasks: list[dict], *flags: str, check: bool = False, expect_failure: bool = False) -> list[dict]:
-        """Run the tasks on localhost (each registered); return every task's result."""
+    def play(
+        self, tasks: list[dict], *flags: str, check: bool = False, expect_failure: bool = False, env: dict | None = None
+    ) -> list[dict]:
+        """Run the tasks on localhost (each registered); return every task's result.
+
+        ``env``: extra environment; with OS_CLOUD in it the tasks get no ironic_url (clouds.yaml instead).
+        """
         for i, task in enumerate(tasks):
             task.setdefault("register", f"r{i}")
             if expect_failure:
@@ -52,9 +57,9 @@ class HostLab:
                     "group/baremetal.capi.capi": {"store": {"path": self.db, "namespace": self.ns}},
                     "baremetal.capi.baremetalhost": {
                         "store": {"path": self.db, "namespace": self.ns},
-                        "ironic_url": self.inv["ironic"]["url"],
                         "boot_iso": self.inv["images"]["boot_iso"],
                         "poll": 1,
+                        **({} if "OS_CLOUD" in (env or {}) else {"ironic_url": self.inv["ironic"]["url"]}),
                     },
                     "baremetal.capi.baremetalhost_info": {"store": {"path": self.db, "namespace": self.ns}},
                 },
@@ -72,7 +77,9 @@ class HostLab:
         ]
         path = self.tmp / "play.yml"
         path.write_text(yaml.safe_dump(play, sort_keys=False))
+        extra_env = env or {}
         env = dict(os.environ)
+        env.update(extra_env)
         env.update(
             ANSIBLE_COLLECTIONS_PATH=str(REPO / "build"),
             ANSIBLE_LOCALHOST_WARNING="False",

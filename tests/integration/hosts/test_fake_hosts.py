@@ -145,3 +145,20 @@ def test_status_annotation_restores_an_empty_status(hostlab):
     assert bmh["status"]["provisioning"]["rootDeviceHints"] == {"deviceName": "/dev/vda"}
     node = hl.node("fake-7")
     assert node.provision_state == "manageable" and bmh["status"]["provisioning"]["ID"] == node.id
+
+
+def test_ironic_endpoint_from_clouds_yaml_as_awx_sets_it(hostlab):
+    """OS_CLIENT_CONFIG_FILE + OS_CLOUD (what AWX's OpenStack credential injects) instead of ironic_url."""
+    hl = hostlab
+    env = {"OS_CLIENT_CONFIG_FILE": hl.inv["ironic"]["clouds_yaml"], "OS_CLOUD": hl.inv["ironic"]["cloud"]}
+    (res,) = hl.play([{"baremetal.capi.baremetalhost": {"hosts": [fake_entry(hl, 5)], "wait": True}}], env=env)
+    assert res["hosts"][0]["state"] == "available"
+    assert hl.node("fake-5").provision_state == "manageable"
+    # and without any endpoint the task says what is missing
+    (bad,) = hl.play(
+        [{"baremetal.capi.baremetalhost": {"hosts": [fake_entry(hl, 6)], "ironic_url": None}}],
+        env={"OS_CLOUD": ""},
+        expect_failure=True,
+    )
+    assert bad["failed"] is True and "OS_CLOUD" in bad["msg"]
+    assert [h["metadata"]["name"] for h in hl.store.list("BareMetalHost", hl.ns)] == ["fake-5"]
