@@ -43,8 +43,10 @@ def power(ctx):
         bm.set_node_power_state(node, "power on")
         ctx.say("power on")
         return ctx.driver.poll
-    if node.driver_info and ctx.spec.get("disablePowerOff"):
+    if ctx.spec.get("disablePowerOff"):
+        # the host may not be switched off: reboot, and BMO drops the suffixless annotation right after
         bm.set_node_power_state(node, "rebooting")
+        ctx.update_meta(lambda o: (o["metadata"].get("annotations") or {}).pop(S.REBOOT_ANNOTATION, None) is not None)
         ctx.say("reboot (disablePowerOff)")
         return ctx.driver.poll
     reboots = base.reboot_annotations(view)
