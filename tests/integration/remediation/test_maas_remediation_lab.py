@@ -105,6 +105,10 @@ def test_maas_reboot_remediation(sim, play, store, tag, lab):
         "wait_timeout": 600,
         "wait_sleep": 1,
     }
+    preview = play("maas_remediation", args, check=True)
+    assert not preview.get("failed") and preview["changed"], preview
+    assert "would create" in preview["remediations"][0]["message"]
+    assert store.list("MaasRemediation", NS) == [] and sim.machine(s1["system_id"])["power_state"] == "on"
     result = {}
     with PowerHistory(lambda: sim.machine(s1["system_id"])["power_state"]) as power:
         runner = threading.Thread(target=lambda: result.update(play("maas_remediation", args)))

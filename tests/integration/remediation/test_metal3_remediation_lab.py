@@ -98,7 +98,7 @@ def _ready(node) -> str:
     return wl.node_ready(node) if node else "gone"
 
 
-def _remediate_playbook(ml):
+def _remediate_playbook(ml, *flags: str):
     """playbooks/remediate.yml as an AWX schedule would run it, on this test's store and cluster."""
     extra_vars = {
         "capi_cluster": ml.cluster,
@@ -110,7 +110,7 @@ def _remediate_playbook(ml):
         "capi_host_driver_options": {"ironic_url": ml.inv["ironic"]["url"], "poll": 1},
         "capi_remediation_timeout": 900,
     }
-    return run_playbook("remediate.yml", ml.tmp, extra_vars, ["capi_health", "capi_remediated"])
+    return run_playbook("remediate.yml", ml.tmp, extra_vars, ["capi_health", "capi_remediated"], *flags)
 
 
 def test_metal3_reboot_remediation_through_redfish(mlab):
@@ -169,6 +169,15 @@ def test_metal3_reboot_remediation_through_redfish(mlab):
     nodesim.stop_kubelet(ml.cfg, wa_host["name"], cluster=ml.endpoint)
     eventually(lambda: _ready(_node(core, wa_host["name"])) == "Unknown", "wa's Node Unknown")
     time.sleep(2)  # Unknown for a moment: the health check's clock has moved past the transition
+    # check mode: the playbook says what it would do and nothing is written or powered
+    _proc, read_check = _remediate_playbook(ml, "--check")
+    rc, preview, output = read_check(timeout=600)
+    assert rc == 0, output
+    assert (
+        preview["capi_remediated"]["changed"]
+        and "would create" in preview["capi_remediated"]["remediations"][0]["message"]
+    )
+    assert ml.store.list("Metal3Remediation", ml.ns) == [] and bmc_power(wa_host) == "On"
     taint = PowerHistory(lambda: "tainted" if _tainted(_node(core, wa_host["name"])) else "clear")
     with PowerHistory(lambda: bmc_power(wa_host)) as power, taint:
         proc, read = _remediate_playbook(ml)
