@@ -293,6 +293,7 @@ class MachineManager:
 
     def _attach_and_node(self, mm, after, machine, m, check) -> Step:
         ns, cluster_name = meta.namespace(mm), machine["spec"]["clusterName"]
+        original = mm  # what this step read: ``changed`` compares against it, across both saves
         status = after["status"]
         extra = {}
         if state.is_control_plane(machine):
@@ -305,26 +306,23 @@ class MachineManager:
             is_attached = dns.attached(after, result["after"])
             status["dnsAttached"] = is_attached
             if not is_attached:
-                return self._wait(
-                    mm,
-                    after,
-                    names.MAAS_DNS_ATTACHED,
-                    names.MAAS_DNS_ATTACH_PENDING_REASON,
-                    f"waiting for {m['hostname']} in DNS record {result['fqdn']}",
-                    check,
-                    2,
-                )
+                msg = f"waiting for {m['hostname']} in DNS record {result['fqdn']}"
+                self._cond(after, names.MAAS_DNS_ATTACHED, False, names.MAAS_DNS_ATTACH_PENDING_REASON, msg)
+                stored = self._save(mm, after, check)
+                return Step(changed=stored != original, message=msg, requeue_after=2, data=self._report(after, **extra))
             self._cond(after, names.MAAS_DNS_ATTACHED, True, names.MAAS_DNS_ATTACHED_REASON)
         self._cond(after, names.READY, True, names.READY_REASON)
         if check:
-            return Step(done=True, changed=after != mm, message=f"{m['hostname']} Deployed", data=self._report(after))
+            return Step(
+                done=True, changed=after != original, message=f"{m['hostname']} Deployed", data=self._report(after)
+            )
         stored = self._save(mm, after, check)
         client = self.workload(cluster_name, ns)
         nodes = client.list_nodes()
         node = state.node_for_hostname(nodes, status.get("hostname"))
         if node is None:
             return Step(
-                changed=stored != mm,
+                changed=stored != original,
                 message=f"{m['hostname']} Deployed; waiting for its Node in the workload cluster",
                 requeue_after=3,
                 data=self._report(after, **extra),
@@ -341,7 +339,7 @@ class MachineManager:
         phase = ((mstep.data.get("machine") or {}).get("status") or {}).get("phase")
         return Step(
             done=mstep.done,
-            changed=stored != mm or have != pid or mstep.changed,
+            changed=stored != original or have != pid or mstep.changed,
             message=f"{m['hostname']} Deployed; Node {meta.name(node)}; Machine {mstep.message}",
             requeue_after=3,
             data=self._report(after, node=meta.name(node), machinePhase=phase, **extra),

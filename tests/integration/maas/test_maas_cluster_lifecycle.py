@@ -73,7 +73,7 @@ def test_three_control_planes_two_workers(sim, play, store, tag, maas_lab):
         "cp-1": {"image": "ubuntu/jammy", "tags": [tag, *cp_tags], "failureDomain": "az-2"},
         "cp-2": {"image": "ubuntu/jammy", "tags": [tag, *cp_tags], "failureDomain": "az-3"},
         "w-0": {"image": "k8s-custom-image", "tags": [tag, *w_tags], "failureDomain": "az-1"},
-        "w-1": {"image": "k8s-custom-image", "tags": [tag, *w_tags], "deployInMemory": True},
+        "w-1": {"image": "k8s-custom-image", "tags": [tag, *w_tags], "failureDomain": "az-2", "deployInMemory": True},
     }
     for name, text in data.items():
         store.create(objects.secret(f"{name}-bootstrap", NS, cname, text))
