@@ -79,8 +79,11 @@ def _bootstrap(store, cluster: dict, machines: list[dict], tokens, token_ttl: in
         if meta.is_deleting(machine):
             continue
         ref = (machine.get("spec") or {}).get("bootstrap", {}).get("configRef")
-        config = refs.get_ref(store, ref, ns) if ref else None
-        if config is None or config.get("kind") != "KubeadmConfig":
+        if not ref or ref.get("kind") != "KubeadmConfig":
+            continue
+        # The Machine controller first owns its bootstrap config (CABPK finds its Machine by that owner).
+        config = refs.take_ownership(store, machine, ref, check=check)
+        if config is None:
             continue
         try:
             step = kubeadm.reconcile_config(
@@ -89,6 +92,13 @@ def _bootstrap(store, cluster: dict, machines: list[dict], tokens, token_ttl: in
             out[meta.name(machine)] = step.message
         except Requeue as exc:
             out[meta.name(machine)] = exc.message
+            continue
+        # ... and copies status.dataSecretName once the data exists, so the provider can use it this round.
+        if not check and not capi_machine.bootstrap_ready(machine):
+            fresh = store.get("Machine", meta.name(machine), ns)
+            after = copy.deepcopy(fresh)
+            if capi_machine.apply_bootstrap(after, store.get("KubeadmConfig", meta.name(config), ns)):
+                refs.write(store, fresh, after)
     return out
 
 
