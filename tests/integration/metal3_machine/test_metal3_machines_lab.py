@@ -83,11 +83,12 @@ def _setup(ml, n_hosts: int, redfish: bool = False) -> list[str]:
     image = ml.inv["images"]["test_image"]
     if redfish:
         # Every lab host no Ironic node uses now (all 12 on a lab of its own; others' tests may hold some)
-        used = {p.address.lower() for p in ml.conn.baremetal.ports()}
-        free = [i for i, h in enumerate(ml.inv["hosts"]) if h["boot_mac"].lower() not in used][:n_hosts]
-        if len(free) < 4:
-            pytest.fail(f"only {len(free)} lab Redfish hosts are free; 4 needed")
-        hosts = [ml.redfish_host(i) for i in free]
+        def free():
+            used = {p.address.lower() for p in ml.conn.baremetal.ports()}
+            found = [i for i, h in enumerate(ml.inv["hosts"]) if h["boot_mac"].lower() not in used][:n_hosts]
+            return found if len(found) >= 4 else None
+
+        hosts = [ml.redfish_host(i) for i in eventually(free, "4 lab Redfish hosts no other test holds")]
     else:
         hosts = [ml.fake_host(i) for i in range(n_hosts)]
     objects += _machine_objects(ml, "cp-0", True, "cp-bootstrap", image)
