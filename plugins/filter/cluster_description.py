@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 
 CAPI = "cluster.x-k8s.io"
 INFRA = "infrastructure.cluster.x-k8s.io"
@@ -41,6 +42,17 @@ _INFRA = {
 
 class DescriptionError(ValueError):
     pass
+
+
+def plain(value):
+    """Plain dicts, lists and strings (Ansible hands lazily templated containers, which must not be deep-copied)."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (str, bytes)):
+        return str(value)
+    if isinstance(value, Sequence):
+        return [plain(v) for v in value]
+    return value
 
 
 def _version(desc: dict) -> str:
@@ -71,6 +83,7 @@ def _hash(spec) -> str:
 
 def names(desc: dict) -> dict:
     """The names of what the description makes; worker pools as they become MachineDeployments."""
+    desc = plain(desc)
     _provider(desc)
     cname = desc["name"]
     deployments = []
@@ -267,6 +280,7 @@ def _machine_objects(desc: dict, bootstrap: dict) -> list[dict]:
 
 
 def objects(desc: dict, part: str) -> list[dict]:
+    desc = plain(desc)
     if not isinstance(desc, dict) or not desc.get("name"):
         raise DescriptionError("capi_cluster: a dict with at least name and provider is required")
     _provider(desc)
@@ -282,7 +296,7 @@ def objects(desc: dict, part: str) -> list[dict]:
 
 def scaled(desc: dict, control_plane=None, workers=None) -> dict:
     """The description with other replicas: ``control_plane`` (int or None) and ``workers`` ({pool: int})."""
-    out = copy.deepcopy(desc)
+    out = plain(desc)
     if control_plane not in (None, ""):
         out.setdefault("control_plane", {})["replicas"] = int(control_plane)
     known = {p.get("name") for p in out.get("workers") or []}
@@ -317,7 +331,7 @@ def _cell(row: dict, key: str) -> str:
 
 def machine_table(rows: list[dict], title: str | None = None) -> list[str]:
     """The machines as aligned text lines (control plane first, then by name)."""
-    rows = sorted(rows or [], key=lambda r: (r.get("role") != "control-plane", r.get("machine") or ""))
+    rows = sorted(plain(rows or []), key=lambda r: (r.get("role") != "control-plane", r.get("machine") or ""))
     cells = [[h for _k, h in COLUMNS]] + [[_cell(r, k) for k, _h in COLUMNS] for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(COLUMNS))]
     lines = ["  ".join(c[i].ljust(widths[i]) for i in range(len(COLUMNS))).rstrip() for c in cells]

@@ -148,6 +148,30 @@ def _template(text):
     return render
 
 
+class _Tokens:
+    """The workload cluster's bootstrap tokens; an API that does not answer (yet) is a Requeue, not a failure."""
+
+    def __init__(self, inner, requeue):
+        self.inner, self.requeue = inner, requeue
+
+    def _call(self, fn, *args):
+        try:
+            return fn(*args)
+        except Exception as exc:  # pylint: disable=broad-exception-caught
+            if getattr(exc, "status", None) in (None, 0, 500, 502, 503, 504):
+                raise self.requeue(f"workload API unreachable: {type(exc).__name__}", after=5) from None
+            raise
+
+    def create(self, secret):
+        return self._call(self.inner.create, secret)
+
+    def expiration(self, token_id):
+        return self._call(self.inner.expiration, token_id)
+
+    def set_expiration(self, token_id, expiration):
+        return self._call(self.inner.set_expiration, token_id, expiration)
+
+
 def _reachable(address: str, port: int) -> bool:
     try:
         with socket.create_connection((address, port), timeout=2):
@@ -235,7 +259,8 @@ def main():
         tokens = None
         if kubeadm.control_plane_initialized(cluster):
             try:
-                tokens = WorkloadTokens(wl.client_for(store, p["cluster"], ns, p["workload_kubeconfig"]).core_v1())
+                core = wl.client_for(store, p["cluster"], ns, p["workload_kubeconfig"]).core_v1()
+                tokens = _Tokens(WorkloadTokens(core), Requeue)
             except NotFound:
                 tokens = None
         template = _template(p["user_data_template"])
