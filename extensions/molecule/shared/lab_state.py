@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The real state of a cluster on the lab, as JSON, for the molecule scenarios' verify plays.
 
     lab_state.py --store '{"kind": "sqlite", "path": ...}' --cluster c --namespace ns
