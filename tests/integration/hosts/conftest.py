@@ -116,6 +116,21 @@ class HostLab:
             "hardware": {"hostname": h["name"], "nics": [{"name": "eth0", "mac": h["boot_mac"], "ip": h["ip"]}]},
         }
 
+    def wait_free(self, indices, timeout: float = 1800) -> None:
+        """Wait until no Ironic node (another test's) has a port with these lab hosts' MACs.
+
+        The lab's Redfish systems are shared by every suite; BMO's rule that a MAC belongs to one node
+        would otherwise turn a concurrent run into registration errors.  A hang guard, not an assertion.
+        """
+        macs = {self.host(i)["boot_mac"] for i in indices}
+        deadline = time.monotonic() + timeout
+        while True:
+            held = sorted(p.address for p in self.conn.baremetal.ports(fields=["address"]) if p.address in macs)
+            if not held:
+                return
+            assert time.monotonic() < deadline, f"lab hosts still held by other tests: {held}"
+            time.sleep(5)
+
     def node(self, name: str):
         try:
             return self.conn.baremetal.get_node(f"{self.ns}~{name}")

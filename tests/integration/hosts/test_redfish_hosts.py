@@ -24,6 +24,7 @@ def config_drive_of(hl, i: int) -> dict:
 
 def test_register_12_provision_3_power_reboot_deprovision(hostlab):
     hl = hostlab
+    hl.wait_free(range(12))
     entries = [hl.bmh_entry(i) for i in range(12)]
     (reg,) = hl.play([{"baremetal.capi.baremetalhost": {"hosts": entries, "wait": True, "workers": 12}}])
     assert reg["changed"] is True and [h["state"] for h in reg["hosts"]] == ["available"] * 12
@@ -154,6 +155,7 @@ def test_register_12_provision_3_power_reboot_deprovision(hostlab):
 def test_deploy_fault_surfaces_ironic_error_and_a_later_run_recovers(hostlab):
     hl = hostlab
     i = 7
+    hl.wait_free([i])
     h = hl.host(i)
     entry = hl.bmh_entry(i)
     hl.play([{"baremetal.capi.baremetalhost": {"hosts": [entry], "wait": True}}])
