@@ -59,7 +59,7 @@ lab-reset: venv
 	$(PY) -m lab reset
 
 demo: venv
-	@echo "make demo: provision_cluster.yml on the local lab is not delivered yet (see the open issues)."; exit 1
+	$(PY) -m lab.demo
 
 bench: venv
 	@set -e; for b in bench/bench_*.py; do [ -e "$$b" ] || continue; echo "== $$b"; $(PY) "$$b"; done
