@@ -70,7 +70,8 @@ class MachineManager:
         self.client = client
         self.workload_kubeconfig = workload_kubeconfig
         self.disable_swap = disable_swap
-        self.not_tags = list(not_tags or ())
+        # A machine remediation gave up on is tagged; allocation never picks it again.
+        self.not_tags = sorted(set(not_tags or ()) | {names.MAAS_UNHEALTHY_TAG})
         self.subnets = subnets
         self.clock = clock
 
@@ -275,6 +276,13 @@ class MachineManager:
             )
         if current == names.MAAS_STATE_DEPLOYED and m.get("power_state") != "on":
             # PR #379: power on only a confirmed "off"; IPMI power_on power-cycles a host in error/unknown
+            remediating = any(k.startswith(names.MAAS_POWER_OFF_PREFIX) for k in meta.annotations(mm))
+            if remediating:
+                # A remediation asked for this power-off; it powers the machine on again itself.
+                msg = f"{m['hostname']} is powered off for remediation"
+                return self._wait(
+                    mm, after, names.MAAS_MACHINE_DEPLOYED, names.MAAS_MACHINE_POWERED_OFF_REASON, msg, check
+                )
             if m.get("power_state") == "off" and not check:
                 self.client.power_on(m["system_id"], comment=names.MAAS_POWER_ON_COMMENT)
             msg = f"{m['hostname']} is Deployed and powered {m.get('power_state')}"

@@ -246,4 +246,8 @@ MAAS_STATES_TERMINATED = (MAAS_STATE_DISK_ERASING, MAAS_STATE_RELEASING, MAAS_ST
 MAAS_STATES_FAILED = (MAAS_STATE_FAILED_DEPLOYMENT, MAAS_STATE_BROKEN)
 
 # --- this collection -------------------------------------------------------
+# MAAS remediation (CAPMAAS has none): the power-off request on the MaasMachine, shaped like Metal3's, and
+# the tag a machine gets at the retry limit, which allocation always excludes (not_tags).
+MAAS_POWER_OFF_PREFIX = "reboot.metal3.io/maas-remediation-"
+MAAS_UNHEALTHY_TAG = "capi-unhealthy"
 MAAS_REMEDIATION_FINALIZER = "maasremediation.remediation.capi.baremetal.io"

@@ -38,8 +38,8 @@ SKIP_REMEDIATION_ANNOTATION = "cluster.x-k8s.io/skip-remediation"
 
 # MAAS (this collection's own, CAPMAAS has no remediation): the request on the MaasMachine, in the same
 # shape as Metal3's, and the tag a machine gets at the retry limit, which allocation then excludes.
-MAAS_POWER_OFF_PREFIX = "reboot.metal3.io/maas-remediation-"
-MAAS_UNHEALTHY_TAG = "capi-unhealthy"
+MAAS_POWER_OFF_PREFIX = names.MAAS_POWER_OFF_PREFIX
+MAAS_UNHEALTHY_TAG = names.MAAS_UNHEALTHY_TAG
 
 FENCING = ("auto", "taint", "delete")
 
