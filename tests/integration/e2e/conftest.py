@@ -1,0 +1,160 @@
+"""provision_cluster.yml end to end: the user's playbooks run by ansible-playbook against the lab.
+
+Each test writes an inventory of its own (one cluster: its own namespace, sqlite store, endpoint, hosts or
+MAAS machines) and runs playbooks/{provision,scale,deprovision}_cluster.yml with the repository's ansible.cfg,
+then asserts on the workload API, the store, Ironic and the MAAS simulator.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import requests
+import yaml
+
+from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
+from lab import process
+from lab.config import REPO
+from lab.ironic import hosts as lab_hosts
+
+MAAS_FAST = {"deploy": 1.0, "release": 0.3, "erase": 0.3, "commission": 0.3, "power": 0.1}
+RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+
+
+def free_endpoint(prefix: str) -> str:
+    for _ in range(50):
+        host = f"{prefix}.{random.randint(2, 250)}"
+        if not process.port_open(host, 6443):
+            return host
+    pytest.fail(f"no free {prefix}.x:6443")
+
+
+class Run:
+    def __init__(self, proc: subprocess.CompletedProcess):
+        self.rc, self.out = proc.returncode, proc.stdout + proc.stderr
+        m = RECAP.search(self.out)
+        self.changed = int(m.group(3)) if m else None
+        self.failed = int(m.group(5)) if m else None
+
+
+class E2E:
+    """One cluster's inventory, store and playbook runs."""
+
+    def __init__(self, lab, tmp: Path, provider: str, description: dict, extra_vars: dict):
+        self.lab, self.tmp, self.provider = lab, tmp, provider
+        self.name = description["name"]
+        self.ns = description["namespace"]
+        self.db = str(tmp / "state.db")
+        self.kubeconfig = str(tmp / "workload.kubeconfig")
+        inv = tmp / "inventory"
+        (inv / "host_vars").mkdir(parents=True)
+        (inv / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {self.name: None}}}))
+        description = {**description, "store": {"kind": "sqlite", "path": self.db}}
+        host_vars = {
+            "ansible_connection": "local",
+            "capi_cluster": description,
+            "capi_round_delay": 1,
+            "capi_wait_timeout": 600,
+            "capi_kubeconfig_dest": self.kubeconfig,
+            **extra_vars,
+        }
+        (inv / "host_vars" / f"{self.name}.yml").write_text(yaml.safe_dump(host_vars, sort_keys=False))
+        self.inventory = str(inv)
+        self.env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"))
+
+    def argv(self, playbook: str, extra: dict | None = None) -> list[str]:
+        argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", self.inventory]
+        argv += [str(REPO / "playbooks" / playbook), "-e", json.dumps({"ansible_python_interpreter": sys.executable})]
+        if extra:
+            argv += ["-e", json.dumps(extra)]
+        return argv
+
+    def play(self, playbook: str, extra: dict | None = None, expect_ok: bool = True) -> Run:
+        proc = subprocess.run(self.argv(playbook, extra), cwd=REPO, env=self.env, capture_output=True, text=True)
+        run = Run(proc)
+        (self.tmp / f"{playbook}-{time.time():.0f}.log").write_text(run.out)
+        if expect_ok:
+            assert run.rc == 0, run.out[-8000:]
+        return run
+
+    def play_killed(self, playbook: str, extra: dict | None, after: float) -> str:
+        """Start the playbook and kill -9 its whole process group (ours, by PID) after ``after`` seconds."""
+        log = open(self.tmp / f"killed-{time.time():.0f}.log", "w")  # noqa: SIM115
+        proc = subprocess.Popen(
+            self.argv(playbook, extra), cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            proc.wait(timeout=after)
+            outcome = f"finished before the kill (rc={proc.returncode})"
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            outcome = f"killed after {after:.1f}s"
+        log.close()
+        return outcome
+
+    # -- what is there ---------------------------------------------------------------------------------------
+    def store(self) -> SqliteStore:
+        return SqliteStore(self.db)
+
+    def machines(self) -> dict[str, dict]:
+        s = self.store()
+        try:
+            return {m["metadata"]["name"]: m for m in s.list("Machine", self.ns)}
+        finally:
+            s.close()
+
+    def workload_nodes(self) -> dict[str, dict]:
+        from kubernetes import client as k8s
+        from kubernetes import config as kconfig
+
+        if self.provider == "maas":
+            text = Path(self.kubeconfig).read_text()
+        else:
+            import base64
+
+            s = self.store()
+            try:
+                text = base64.b64decode(s.get("Secret", f"{self.name}-kubeconfig", self.ns)["data"]["value"]).decode()
+            finally:
+                s.close()
+        api = k8s.CoreV1Api(kconfig.new_client_from_config_dict(yaml.safe_load(text)))
+        out = {}
+        for n in api.list_node().items:
+            ready = next((c.status for c in n.status.conditions or [] if c.type == "Ready"), None)
+            out[n.metadata.name] = {"providerID": n.spec.provider_id, "ready": ready, "labels": n.metadata.labels}
+        return out
+
+
+@pytest.fixture(scope="session")
+def e2e_lab(lab):
+    lab.need("kube", "ironic", "maas", "nodesim")
+    maas = lab.info["maas"]
+    before = requests.get(maas["control_url"] + "timings", timeout=30).json()
+    requests.post(maas["control_url"] + "timings", json=MAAS_FAST, timeout=30).raise_for_status()
+    yield lab
+    try:
+        requests.post(maas["control_url"] + "timings", json=before, timeout=30)
+    except requests.RequestException:
+        pass
+
+
+@pytest.fixture
+def ironic_inventory(e2e_lab):
+    return lab_hosts.load_inventory(e2e_lab.cfg)
+
+
+def new_names(prefix: str) -> tuple[str, str]:
+    tag = uuid.uuid4().hex[:6]
+    return f"{prefix}{tag}", f"e2e-{prefix}{tag}"

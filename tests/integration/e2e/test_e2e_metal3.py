@@ -1,0 +1,145 @@
+"""provision_cluster.yml on Metal3 end to end: lab Ironic (fake-hardware hosts), node simulator, workload API.
+
+Provision (1 control plane + 1 worker), a second run changes nothing, scale_cluster.yml adds exactly one
+worker and provision_cluster.yml (the description) removes exactly one again, a scale-up killed with -9 at a
+random moment and run again converges with no host or address leaked, and deprovision_cluster.yml gives
+every host and address back.
+"""
+
+from __future__ import annotations
+
+import random
+
+import openstack
+import pytest
+
+from .conftest import E2E, free_endpoint, new_names
+
+pytestmark = pytest.mark.timeout(2400)
+
+
+def _description(name: str, ns: str, endpoint: str, inv: dict, octet: int) -> dict:
+    image = inv["images"]["test_image"]
+    image = {k: image[k] for k in ("url", "checksum", "checksumType", "format")}
+    hosts = []
+    for i in range(4):
+        mac = f"52:54:00:{int(name[1:3], 16):02x}:{int(name[3:5], 16):02x}:{i:02x}"
+        hosts.append({
+            "name": f"{name}-host-{i}",
+            "spec": {"bmc": {"address": f"fake://{name}-host-{i}"}, "bootMACAddress": mac,
+                     "automatedCleaningMode": "disabled", "inspectionMode": "disabled"},
+            "hardware": {"hostname": f"{name}-host-{i}", "nics": [{"name": "enp1s0", "mac": mac,
+                                                                      "ip": f"127.0.{octet}.{10 + i}"}]},
+        })  # fmt: skip
+    return {
+        "name": name,
+        "namespace": ns,
+        "provider": "metal3",
+        "kubernetes_version": "v1.34.4",
+        "control_plane_endpoint": {"host": endpoint, "port": 6443},
+        "control_plane": {"replicas": 1, "image": image, "automated_cleaning_mode": "disabled"},
+        "workers": [{"name": "md-0", "replicas": 1, "image": image, "automated_cleaning_mode": "disabled"}],
+        "ip_pools": [{"name": f"{name}-prov", "spec": {"namePrefix": f"{name}-prov", "prefix": 24,
+                      "pools": [{"start": f"127.0.{octet}.100", "end": f"127.0.{octet}.120"}]}}],
+        "data_template": {"spec": {
+            "metaData": {"strings": [{"key": "cluster", "value": name}]},
+            "networkData": {
+                "links": {"ethernets": [{"type": "phy", "id": "enp1s0", "macAddress": {"fromHostInterface": "enp1s0"}}]},
+                "networks": {"ipv4": [{"id": "prov", "link": "enp1s0", "ipAddressFromIPPool": f"{name}-prov"}]},
+            },
+        }},
+        "hosts": hosts,
+    }  # fmt: skip
+
+
+def _ironic(e: E2E, inv: dict) -> dict[str, str]:
+    conn = openstack.connect(auth_type="none", baremetal_endpoint_override=inv["ironic"]["url"])
+    try:
+        return {
+            n.name.split("~", 1)[1]: n.provision_state
+            for n in conn.baremetal.nodes(fields=["name", "provision_state"])
+            if (n.name or "").startswith(e.ns + "~")
+        }
+    finally:
+        conn.close()
+
+
+def _converged(e: E2E, inv: dict, workers: int) -> dict[str, dict]:
+    """Every Machine Running with a Ready Node of its providerID; hosts and addresses exactly the machines'."""
+    machines = e.machines()
+    roles = sorted(
+        "cp" if "cluster.x-k8s.io/control-plane" in m["metadata"]["labels"] else "w" for m in machines.values()
+    )
+    assert roles == ["cp"] + ["w"] * workers, roles
+    nodes = e.workload_nodes()
+    assert len(nodes) == len(machines), (sorted(nodes), sorted(machines))
+    for name, m in machines.items():
+        assert m["status"]["phase"] == "Running", (name, m["status"])
+        node = nodes[m["status"]["nodeRef"]["name"]]
+        assert node["ready"] == "True" and node["providerID"] == m["spec"]["providerID"], (name, node)
+        assert m["spec"]["providerID"].startswith(f"metal3://{e.ns}/")
+    s = e.store()
+    try:
+        m3ms = {m["metadata"]["name"] for m in s.list("Metal3Machine", e.ns)}
+        claimed = {h["metadata"]["name"]: h["spec"]["consumerRef"]["name"]
+                   for h in s.list("BareMetalHost", e.ns) if h["spec"].get("consumerRef")}  # fmt: skip
+        claims = [c["metadata"]["name"] for c in s.list("IPClaim", e.ns)]
+        datas = [d["metadata"]["name"] for d in s.list("Metal3Data", e.ns)]
+    finally:
+        s.close()
+    assert m3ms == set(machines) == set(claimed.values()), (m3ms, claimed)
+    assert len(claims) == len(machines) == len(datas), (claims, datas)
+    ironic = _ironic(e, inv)
+    assert {h for h, st in ironic.items() if st == "active"} == set(claimed), ironic
+    return machines
+
+
+def test_metal3_provision_rerun_scale_kill_deprovision(e2e_lab, ironic_inventory, tmp_path):
+    inv = ironic_inventory
+    name, ns = new_names("m")
+    octet = random.randint(100, 199)
+    desc = _description(name, ns, free_endpoint("127.0.9"), inv, octet)
+    driver = {"ironic_url": inv["ironic"]["url"], "boot_iso": inv["images"]["boot_iso"], "poll": 1}
+    e = E2E(e2e_lab, tmp_path, "metal3", desc, {"capi_host_driver_options": driver, "capi_no_log_hosts": False})
+    try:
+        first = e.play("provision_cluster.yml")
+        assert "Machines of" in first.out and "NODE READY" in first.out  # the progress callback's table
+        before = _converged(e, inv, workers=1)
+
+        again = e.play("provision_cluster.yml")
+        assert again.changed == 0, again.out[-6000:]
+        assert set(e.machines()) == set(before)
+
+        # scale up: exactly one new worker; nothing else replaced
+        e.play("scale_cluster.yml", {"capi_worker_replicas": {"md-0": 2}})
+        up = _converged(e, inv, workers=2)
+        assert set(before) < set(up) and len(set(up) - set(before)) == 1
+
+        # back to the description: exactly one worker goes, the control plane stays
+        e.play("provision_cluster.yml")
+        down = _converged(e, inv, workers=1)
+        assert set(down) < set(up) and len(set(up) - set(down)) == 1
+        cp = {n for n, m in up.items() if "cluster.x-k8s.io/control-plane" in m["metadata"]["labels"]}
+        assert cp <= set(down)
+
+        # kill -9 in the middle of a scale-up, then run again: converged, nothing leaked
+        outcome = e.play_killed("scale_cluster.yml", {"capi_worker_replicas": {"md-0": 2}}, random.uniform(4, 30))
+        e.play("scale_cluster.yml", {"capi_worker_replicas": {"md-0": 2}})
+        _converged(e, inv, workers=2)
+        e.play("provision_cluster.yml")
+        _converged(e, inv, workers=1)
+        print(f"kill -9: {outcome}")
+
+        # deprovision: every host back, every address released
+        e.play("deprovision_cluster.yml")
+        s = e.store()
+        try:
+            assert s.list("Machine", e.ns) == [] and s.list("Metal3Machine", e.ns) == []
+            assert s.list("IPClaim", e.ns) == [] and s.list("Metal3Data", e.ns) == []
+            assert all(not h["spec"].get("consumerRef") for h in s.list("BareMetalHost", e.ns))
+            assert s.list("Cluster", e.ns) == []
+        finally:
+            s.close()
+        assert all(st in ("available", "manageable") for st in _ironic(e, inv).values()), _ironic(e, inv)
+    finally:
+        e.play("deprovision_cluster.yml", {"capi_deregister_hosts": True}, expect_ok=False)
