@@ -122,8 +122,11 @@ def _split_status(obj: dict, k: kinds.Kind):
     return obj, None
 
 
-def apply(store, obj: dict, k: kinds.Kind, *, force: bool = False, check: bool = False):
+def apply(store, obj: dict, k: kinds.Kind, *, force: bool = False, check: bool = False, admit=None):
     """Create or patch ``obj``; returns ``(changed, before, after, method)``.
+
+    ``admit(want, before)`` (webhooks.admit) may convert, default and validate the object the write
+    would make, before anything is written.
 
     ``method`` is ``create``, ``update`` or ``None`` (nothing to do).  In check
     mode nothing is written and ``after`` is the object the write would make
@@ -143,6 +146,8 @@ def apply(store, obj: dict, k: kinds.Kind, *, force: bool = False, check: bool =
                 raise NotFound("resourceVersion given but the object does not exist", obj=meta.ref(body))
             want = merge_patch({}, body)
             meta.validate_object(want, for_create=True)
+            if admit is not None:
+                want = admit(want, None)
             if check:
                 after = want
                 if status:
@@ -158,7 +163,7 @@ def apply(store, obj: dict, k: kinds.Kind, *, force: bool = False, check: bool =
         if expected_rv and str(expected_rv) != before["metadata"].get("resourceVersion"):
             raise common.conflict(k, name)
         try:
-            changed, after = _update(store, before, body, status, k, force, check)
+            changed, after = _update(store, before, body, status, k, force, check, admit)
         except Conflict:
             if expected_rv:
                 raise
@@ -168,10 +173,12 @@ def apply(store, obj: dict, k: kinds.Kind, *, force: bool = False, check: bool =
     raise Conflict(f"the object kept changing while being updated ({_ATTEMPTS} attempts)", obj=meta.ref(body))
 
 
-def _update(store, before, body, status, k, force, check):
+def _update(store, before, body, status, k, force, check, admit=None):
     base = {key: value for key, value in before.items() if key != "status" or not k.status_subresource}
     want = merge_patch({}, body) if force else merge_patch(base, body)
     meta.validate_object(want, for_create=False)
+    if admit is not None:
+        want = admit(want, before)
     predicted = common.merged_update(before, want, k)  # raises Forbidden as the store would
     predicted["metadata"]["resourceVersion"] = before["metadata"].get("resourceVersion")
     changed = not common.same(predicted, before)

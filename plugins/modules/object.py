@@ -250,8 +250,10 @@ def main():
                 sleep=p["wait_sleep"],
             )
             module.exit(changed, before=before, after=after, object=after, method="delete" if changed else None)
+        from ansible_collections.baremetal.capi.plugins.module_utils.webhooks import admit
+
         changed, before, after, method = objects.apply(
-            module.store, obj, kind, force=p["force"], check=module.check_mode
+            module.store, obj, kind, force=p["force"], check=module.check_mode, admit=admit
         )
         module.exit(changed, before=before, after=after, object=after, method=method)
 

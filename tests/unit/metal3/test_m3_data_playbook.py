@@ -83,7 +83,10 @@ def setup_tasks():
             "baremetal.capi.object": {
                 "kind": "Metal3Machine",
                 "name": "m3m-0",
-                "spec": {"dataTemplate": {"name": "nodepool-1"}},
+                "spec": {
+                    "dataTemplate": {"name": "nodepool-1"},
+                    "image": {"url": "http://127.0.0.1/img.qcow2", "checksum": "abc", "checksumType": "sha256"},
+                },
                 "annotations": {"metal3.io/BareMetalHost": "metal3/node-1"},
                 "definition": {
                     "metadata": {
