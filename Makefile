@@ -42,9 +42,7 @@ unit: venv
 	$(PYTEST) -p no:cacheprovider tests/unit --ignore=tests/unit/store -q -rs --durations=15
 
 integration: venv
-	BMCAPI_STORES=kubernetes $(PYTEST) -p no:cacheprovider tests/unit/store -v -rs
-	BMCAPI_STORES=kubernetes $(PYTEST) -p no:cacheprovider tests/unit/modules -q -rs
-	$(PYTEST) -p no:cacheprovider tests/integration -q -rs --durations=25
+	tests/run_integration.sh
 
 lab-up: venv
 	$(PY) -m lab up
