@@ -198,6 +198,8 @@ def _infra_template_spec(desc: dict, pool: dict) -> dict:
         if not pool.get("image"):
             raise DescriptionError(f"capi_cluster: pool {pool.get('name', 'control_plane')}: image is required")
         spec["image"] = copy.deepcopy(pool["image"])
+        if "format" in spec["image"]:  # v1beta1's name; stored as diskFormat (model/convert.py)
+            spec["image"].setdefault("diskFormat", spec["image"].pop("format"))
         if pool.get("host_selector"):
             spec["hostSelector"] = copy.deepcopy(pool["host_selector"])
         spec["automatedCleaningMode"] = pool.get("automated_cleaning_mode") or "metadata"
