@@ -90,7 +90,8 @@ def main() -> int:
     print(f"\nmake demo: {'done' if rc == 0 else 'FAILED'} in {took / 60:.1f} min (rc={rc}).")
     print(
         "Kubeconfigs: the <cluster>-kubeconfig Secrets in the store .lab/demo/state.db "
-        "(demo-maas's, for the MAAS DNS record's address: ~/.local/state/baremetal-capi/demo-maas-demo-maas.kubeconfig)."
+        "(demo-maas's for the MAAS DNS record's address: "
+        "~/.local/state/baremetal-capi/demo-maas-demo-maas.kubeconfig)."
     )
     print("Tear down: python -m lab.demo --down   (deprovision both clusters), then: python -m lab down")
     return rc

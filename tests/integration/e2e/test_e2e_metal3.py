@@ -44,7 +44,8 @@ def _description(name: str, ns: str, endpoint: str, inv: dict, octet: int) -> di
         "data_template": {"spec": {
             "metaData": {"strings": [{"key": "cluster", "value": name}]},
             "networkData": {
-                "links": {"ethernets": [{"type": "phy", "id": "enp1s0", "macAddress": {"fromHostInterface": "enp1s0"}}]},
+                "links": {"ethernets": [
+                    {"type": "phy", "id": "enp1s0", "macAddress": {"fromHostInterface": "enp1s0"}}]},
                 "networks": {"ipv4": [{"id": "prov", "link": "enp1s0", "ipAddressFromIPPool": f"{name}-prov"}]},
             },
         }},

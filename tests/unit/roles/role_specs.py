@@ -37,7 +37,7 @@ ROUNDS = {
         "default": 2,
     },
     "capi_workload_kubeconfig": {
-        "description": "A kubeconfig (path or text) of the workload cluster instead of the C(<cluster>-kubeconfig) Secret.",
+        "description": "A kubeconfig (path or text) of the workload API instead of the C(<cluster>-kubeconfig) Secret.",
         "type": "str",
         "default": "",
     },

@@ -1,0 +1,118 @@
+"""The description -> objects mapping of plugins/filter/cluster_description.py (pure functions)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.baremetal.capi.plugins.filter import cluster_description as cd
+
+IMAGE = {"url": "http://img/x.raw", "checksum": "abc", "checksumType": "sha256", "format": "raw"}
+
+
+def _metal3(**over):
+    desc = {
+        "name": "c1",
+        "namespace": "ns1",
+        "provider": "metal3",
+        "control_plane_endpoint": {"host": "127.0.6.1", "port": 6443},
+        "control_plane": {"replicas": 3, "image": IMAGE},
+        "workers": [{"name": "md-0", "replicas": 3, "image": IMAGE, "failure_domains": ["a", "b"]}],
+        "kubeadm": {"kubelet_extra_args": {"node-labels": "tier=web", "max-pods": 50}, "pre_commands": ["echo hi"]},
+    }
+    desc.update(over)
+    return desc
+
+
+def _by_kind(objs):
+    out = {}
+    for o in objs:
+        out.setdefault(o["kind"], []).append(o)
+    return out
+
+
+def test_metal3_objects_kubelet_args_and_failure_domains():
+    desc = _metal3()
+    cluster = _by_kind(cd.objects(desc, "cluster"))
+    c = cluster["Cluster"][0]
+    assert c["spec"]["controlPlaneRef"] == {
+        "apiGroup": "controlplane.cluster.x-k8s.io",
+        "kind": "KubeadmControlPlane",
+        "name": "c1-control-plane",
+    }
+    assert c["spec"]["infrastructureRef"]["kind"] == "Metal3Cluster"
+    assert "controlPlaneEndpoint" not in c["spec"]  # Metal3: the Metal3Cluster's, copied by the Cluster controller
+    machines = _by_kind(cd.objects(desc, "machines"))
+    kcp = machines["KubeadmControlPlane"][0]
+    assert kcp["spec"]["replicas"] == 3 and kcp["spec"]["version"] == "v1.34.4"
+    reg = kcp["spec"]["kubeadmConfigSpec"]["initConfiguration"]["nodeRegistration"]
+    assert reg["name"] == "{{ ds.meta_data.name }}"
+    args = {a["name"]: a["value"] for a in reg["kubeletExtraArgs"]}
+    assert args["provider-id"] == "metal3://{{ ds.meta_data.providerid }}"
+    assert args["node-labels"] == "metal3.io/uuid={{ ds.meta_data.uuid }},tier=web" and args["max-pods"] == "50"
+    assert kcp["spec"]["kubeadmConfigSpec"]["preKubeadmCommands"] == ["echo hi"]
+    mds = machines["MachineDeployment"]
+    assert [(m["metadata"]["name"], m["spec"]["replicas"], m["spec"]["template"]["spec"]["failureDomain"])
+            for m in mds] == [("c1-md-0-a", 2, "a"), ("c1-md-0-b", 1, "b")]  # fmt: skip
+    template = machines["Metal3MachineTemplate"][0]["spec"]["template"]["spec"]
+    assert template["image"]["diskFormat"] == "raw" and "format" not in template["image"]
+    assert template["dataTemplate"] == {"name": "c1-nodes"}
+    kct = cd.objects(desc, "bootstrap")[0]
+    assert mds[0]["spec"]["template"]["spec"]["bootstrap"]["configRef"]["name"] == kct["metadata"]["name"]
+    assert "initConfiguration" not in kct["spec"]["template"]["spec"]
+    names = cd.names(desc)
+    assert names["machine_deployments"] == ["c1-md-0-a", "c1-md-0-b"]
+    assert names["failure_domains"] == [{"name": "a", "controlPlane": False}, {"name": "b", "controlPlane": False}]
+
+
+def test_a_changed_pool_is_a_new_template_and_the_same_pool_the_same_name():
+    a = _by_kind(cd.objects(_metal3(), "machines"))["Metal3MachineTemplate"]
+    b = _by_kind(cd.objects(_metal3(), "machines"))["Metal3MachineTemplate"]
+    assert [t["metadata"]["name"] for t in a] == [t["metadata"]["name"] for t in b]
+    other = dict(IMAGE, url="http://img/y.raw")
+    c = _by_kind(cd.objects(_metal3(control_plane={"replicas": 3, "image": other}), "machines"))
+    assert c["Metal3MachineTemplate"][0]["metadata"]["name"] != a[0]["metadata"]["name"]
+
+
+def test_maas_objects_have_no_metal3_kubelet_args_and_a_dns_domain():
+    desc = {
+        "name": "m1",
+        "provider": "maas",
+        "dns_domain": "maas.example",
+        "control_plane": {"replicas": 1, "failure_domains": ["az-1", "az-2"], "constraints": {"tags": ["cp"]}},
+        "workers": [{"name": "w", "replicas": 2, "constraints": {"minCPU": 4, "resourcePool": "p1"}}],
+    }
+    cluster = _by_kind(cd.objects(desc, "cluster"))
+    assert cluster["MaasCluster"][0]["spec"] == {"dnsDomain": "maas.example", "failureDomains": ["az-1", "az-2"]}
+    machines = _by_kind(cd.objects(desc, "machines"))
+    kcp = machines["KubeadmControlPlane"][0]
+    assert "name" not in kcp["spec"]["kubeadmConfigSpec"]["initConfiguration"]["nodeRegistration"]
+    templates = [t["spec"]["template"]["spec"] for t in machines["MaasMachineTemplate"]]
+    assert templates[0] == {"minCPU": 1, "minMemory": 1024, "image": "ubuntu/jammy", "tags": ["cp"]}
+    assert templates[1] == {"minCPU": 4, "minMemory": 1024, "image": "ubuntu/jammy", "resourcePool": "p1"}
+
+
+def test_scaled_and_errors_name_the_field():
+    desc = _metal3()
+    out = cd.scaled(desc, 1, {"md-0": 5})
+    assert out["control_plane"]["replicas"] == 1 and out["workers"][0]["replicas"] == 5
+    assert desc["workers"][0]["replicas"] == 3  # the description itself is untouched
+    with pytest.raises(cd.DescriptionError, match="no worker pool named md-9"):
+        cd.scaled(desc, None, {"md-9": 1})
+    with pytest.raises(cd.DescriptionError, match="capi_cluster.provider"):
+        cd.objects(dict(desc, provider="aws"), "cluster")
+    with pytest.raises(cd.DescriptionError, match="image is required"):
+        cd.objects(_metal3(control_plane={"replicas": 1}), "machines")
+
+
+def test_machine_table():
+    rows = [
+        {"machine": "w-1", "role": "worker", "host": "h2", "address": "10.0.0.2", "state": "Running",
+         "providerID": "metal3://ns/h2/w-1", "nodeReady": True},
+        {"machine": "cp-1", "role": "control-plane", "host": None, "address": None, "state": "Pending",
+         "providerID": None, "nodeReady": None},
+    ]  # fmt: skip
+    lines = cd.machine_table(rows, title="Machines:")
+    assert lines[0] == "Machines:"
+    assert lines[1].split() == ["MACHINE", "ROLE", "HOST/SYSTEM", "ADDRESS", "STATE", "PROVIDER", "ID", "NODE", "READY"]
+    assert lines[2].split() == ["cp-1", "control-plane", "-", "-", "Pending", "-", "-"]
+    assert lines[3].split() == ["w-1", "worker", "h2", "10.0.0.2", "Running", "metal3://ns/h2/w-1", "True"]
