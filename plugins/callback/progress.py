@@ -1,5 +1,6 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# The Apache License 2.0 is compatible with the GNU General Public License version 3 (GPLv3).
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ description:
     deploy error); the other hosts go on.  A later run retries it, as baremetal-operator does.
   - The C(fake://) BMC scheme is for the collection's lab and tests only - an Ironic fake-hardware node.
 author:
-  - baremetal.capi contributors
+  - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
   - baremetal.capi.attributes

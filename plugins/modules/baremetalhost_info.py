@@ -14,7 +14,7 @@ description:
     (provisioning state, power, errors, consumer) and, when asked, the hardware details (from
     C(status.hardware) or the host's HardwareData object).
 author:
-  - baremetal.capi contributors
+  - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
   - baremetal.capi.attributes.info_module

@@ -206,7 +206,7 @@ def _write_kubeconfig(module, store, ns):
     server = _server_for(kubeconfig, p)
     kubeconfig["clusters"][0]["cluster"]["server"] = server
     out = yaml.safe_dump(kubeconfig, default_flow_style=False)
-    dest = os.path.expanduser(p["kubeconfig_dest"])
+    dest = p["kubeconfig_dest"]  # type=path: already expanded
     try:
         with open(dest, encoding="utf-8") as fh:
             if fh.read() == out:

@@ -259,7 +259,9 @@ def _create_control_plane_machine(store, kcp, cluster, *, init: bool, machines, 
         names.CONTROL_PLANE_LABEL: "",
         names.CONTROL_PLANE_NAME_LABEL: kname,
     }
-    annotations = {**((mt.get("metadata") or {}).get("annotations") or {}), KCP_CLEANUP_HOOK: ""}
+    # Upstream KCP also sets its pre-terminate hook (KCP_CLEANUP_HOOK) to remove the etcd member first; etcd
+    # membership is not managed here (docs: known gaps), so no hook is set that nothing would release.
+    annotations = dict((mt.get("metadata") or {}).get("annotations") or {})
     if check:
         return name
     infra = clone_template(store, mt["spec"]["infrastructureRef"], ns, name, labels, {}, kcp, cname)
@@ -407,9 +409,7 @@ def reconcile_deployment(store, md: dict, cluster: dict, *, check: bool = False)
 def _set_machines(store, ms: dict) -> list[dict]:
     if not ms["metadata"].get("uid"):
         return []
-    return [
-        m for m in store.list("Machine", meta.namespace(ms), {"matchLabels": {names.SET_NAME_LABEL: meta.name(ms)}})
-    ]
+    return store.list("Machine", meta.namespace(ms), {"matchLabels": {names.SET_NAME_LABEL: meta.name(ms)}})
 
 
 def _scale_set(store, ms: dict, replicas: int, check: bool) -> bool:

@@ -135,7 +135,7 @@ def parse(address: str, disable_certificate_verification: bool = False) -> Acces
     except ValueError as exc:
         raise Invalid(f"failed to parse BMC address information: {exc}", field="spec.bmc.address") from exc
     scheme = url.scheme.lower()
-    bmc_type, _, transport = scheme.partition("+")
+    bmc_type, _sep, transport = scheme.partition("+")
     if bmc_type not in _TYPES or transport not in ("", "http", "https"):
         raise Invalid(
             f"Unknown BMC type '{scheme}' for address {address}; known: {', '.join(schemes())} (+http, +https)",

@@ -236,7 +236,7 @@ class IronicDriver:
         ctx = Ctx(self, store, host, self.conn())
         after: float | str | None = NOW
         try:
-            for _ in range(_MAX_ACTIONS_PER_STEP):
+            for _action in range(_MAX_ACTIONS_PER_STEP):
                 after = act.handle(ctx)
                 if after != NOW:
                     break

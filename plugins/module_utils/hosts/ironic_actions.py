@@ -265,7 +265,7 @@ def _available(ctx):
 
 
 def _same_image(ctx) -> bool:
-    want, _ = cd.instance_info(ctx.view(), hints=None, boot_iso=ctx.driver.boot_iso)
+    want, _hints = cd.instance_info(ctx.view(), hints=None, boot_iso=ctx.driver.boot_iso)
     have = ctx.node.instance_info or {}
     return all(
         have.get(k) == want.get(k) for k in ("image_source", "image_checksum", "image_os_hash_value", "boot_iso")

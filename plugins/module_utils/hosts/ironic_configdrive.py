@@ -13,7 +13,10 @@ import base64
 import binascii
 import urllib.parse
 
-import yaml
+try:
+    import yaml
+except ImportError:  # PyYAML comes with ansible-core; the modules report it missing otherwise
+    yaml = None
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.model import names

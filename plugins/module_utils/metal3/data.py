@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import base64
 
-import yaml
+try:
+    import yaml
+except ImportError:  # PyYAML comes with ansible-core; the modules report it missing otherwise
+    yaml = None
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import AlreadyExists, Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import data_webhooks, render

@@ -119,11 +119,11 @@ class AddressesMixin:
         ns, dname = meta.namespace(data), meta.name(data)
         template = get(self.store, "Metal3DataTemplate", data["spec"]["template"]["name"], ns)
         objects = None
-        m3m = [r for r in meta.owners_of_kind(data, "Metal3Machine")]
+        m3m = list(meta.owners_of_kind(data, "Metal3Machine"))
         if template is not None and m3m:
             try:
                 m3m_obj = self.store.get("Metal3Machine", m3m[0]["name"], ns)
-                _, machine, bmh = self.context(m3m_obj)
+                _m3m, machine, bmh = self.context(m3m_obj)
                 objects = {"metal3machine": m3m_obj, "machine": machine, "baremetalhost": bmh}
             except (NotFound, Invalid):
                 objects = None  # upstream's release path: annotation pools are not resolved without them

@@ -163,9 +163,9 @@ def apply(store, objs: list[dict], *, check: bool = False) -> dict:
             from ansible_collections.baremetal.capi.plugins.module_utils.store import common
 
             common.merge_string_data(obj)
-        c, _, _, _ = objects.apply(store, obj, k, check=check)
+        c = objects.apply(store, obj, k, check=check)[0]
         changed = changed or c
-    c, _, after, _ = objects.apply(store, host, kinds.of(host), check=check)
+    c, _before, after, _method = objects.apply(store, host, kinds.of(host), check=check)
     return {"changed": changed or c, "before": before, "after": after}
 
 

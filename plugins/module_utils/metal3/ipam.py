@@ -29,9 +29,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
 )
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import ipaddr
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam_cursor import Cursor
-from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam_pools import (  # noqa: F401 (re-exported)
-    PROVIDER_LABEL,
-    PROVIDER_VALUE,
+from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam_pools import (
     PoolsMixin,
     address_name,
     retry_conflicts,
@@ -112,7 +110,7 @@ class IPAM(PoolsMixin):
             return cur
 
         claim = retry_conflicts(add_finalizer)
-        for _ in range(_RETRIES):
+        for _attempt in range(_RETRIES):
             existing = self._current_address(claim)
             if existing is not None:
                 if (claim.get("status") or {}).get("errorMessage"):

@@ -32,7 +32,7 @@ def _parse_free(text: str) -> list[list[int]]:
     out = []
     for part in (text or "").split(","):
         if part:
-            a, _, b = part.partition("-")
+            a, _sep, b = part.partition("-")
             out.append([int(a), int(b or a)])
     return out
 
@@ -121,7 +121,7 @@ class Cursor:
             pass
 
     def released(self, idx: int) -> None:
-        for _ in range(_RETRIES):
+        for _attempt in range(_RETRIES):
             state, seen = self.read()
             if seen is None:
                 return  # no cursor yet: the next allocation starts at 0

@@ -22,7 +22,7 @@ def _now() -> str:
 
 def retry_conflicts(fn):
     """Run ``fn`` again on Conflict (optimistic concurrency: re-read and retry)."""
-    for _ in range(_RETRIES):
+    for _attempt in range(_RETRIES):
         try:
             return fn()
         except Conflict:

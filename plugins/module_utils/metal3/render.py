@@ -11,7 +11,10 @@ from __future__ import annotations
 import ipaddress
 import re
 
-import yaml
+try:
+    import yaml
+except ImportError:  # PyYAML comes with ansible-core; the modules report it missing otherwise
+    yaml = None
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
