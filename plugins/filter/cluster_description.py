@@ -301,6 +301,15 @@ def scaled(desc: dict, control_plane=None, workers=None) -> dict:
     out = plain(desc)
     if control_plane not in (None, ""):
         out.setdefault("control_plane", {})["replicas"] = int(control_plane)
+    if isinstance(workers, str):
+        # AWX survey answers and -e key=value arrive as text: '{"md-0": 0}'.
+        text = workers.strip()
+        try:
+            workers = json.loads(text) if text else {}
+        except ValueError:
+            workers = text
+    if not isinstance(workers or {}, dict):
+        raise DescriptionError(f"capi_worker_replicas: not a mapping of pool name to replicas: {workers!r}")
     known = {p.get("name") for p in out.get("workers") or []}
     unknown = sorted(set(workers or {}) - known)
     if unknown:
