@@ -33,7 +33,8 @@ BMCAPI_STORES=kubernetes "$PY" -m pytest -p no:cacheprovider tests/unit/modules 
 
 REDFISH=(tests/integration/hosts tests/integration/lab_ironic tests/integration/metal3_machine
          tests/integration/remediation tests/integration/nodesim/test_ironic_redfish.py)
-IGNORE=()
+# The molecule scenarios run with `make molecule`: they do not converge idempotently yet (see the open issue).
+IGNORE=(--ignore=tests/integration/molecule)
 for path in "${REDFISH[@]}"; do IGNORE+=(--ignore="$path"); done
 
 "$PY" -m pytest -p no:cacheprovider "${REDFISH[@]}" -q -rs --durations=15 >"$OUT/redfish.log" 2>&1 &
