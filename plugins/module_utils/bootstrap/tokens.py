@@ -11,12 +11,32 @@ except ImportError:  # reported by the modules with missing_required_lib
 
 
 class WorkloadTokens:
-    """The TokenWriter of bootstrap/kubeadm.py over a workload cluster's kube-system."""
+    """The TokenWriter of bootstrap/kubeadm.py over a workload cluster's kube-system.
+
+    A workload API that does not answer (not up yet, or its name does not resolve here) is a Requeue
+    for the machine, not an error of the whole round.
+    """
 
     namespace = "kube-system"
 
     def __init__(self, core_v1):
         self.core = core_v1
+        for name in ("create", "expiration", "set_expiration"):
+            setattr(self, name, self._requeue_unreachable(getattr(self, name)))
+
+    @staticmethod
+    def _requeue_unreachable(fn):
+        from ansible_collections.baremetal.capi.plugins.module_utils.errors import Requeue
+
+        def call(*args):
+            try:
+                return fn(*args)
+            except ApiException:
+                raise
+            except Exception as exc:  # urllib3 connection / name resolution errors
+                raise Requeue(f"workload API unreachable: {type(exc).__name__}", after=5) from None
+
+        return call
 
     def create(self, secret: dict) -> None:
         try:
