@@ -9,7 +9,7 @@ PYTEST := $(PY) -m pytest
 # `make integration` runs them again against the lab's real kube-apiserver.
 export BMCAPI_STORES ?= sqlite
 
-.PHONY: help venv test lint sanity unit integration molecule demo lab-up lab-down lab-status lab-reset bench clean
+.PHONY: help venv test lint sanity unit integration e2e molecule demo lab-up lab-down lab-status lab-reset bench clean
 
 help:
 	@echo "make demo   - bring up the lab and provision a cluster on each provider"
@@ -43,6 +43,9 @@ unit: venv
 
 integration: venv
 	tests/run_integration.sh
+
+e2e: venv
+	$(PYTEST) -p no:cacheprovider tests/integration/e2e tests/integration/awx/test_awx_cluster_jobs.py -q -rs
 
 molecule: venv
 	$(PYTEST) -p no:cacheprovider tests/integration/molecule -q -rs
