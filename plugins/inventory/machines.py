@@ -119,7 +119,7 @@ EXAMPLES = r"""
 # inventory.capi.machines.yml: every machine in the default sqlite store
 plugin: baremetal.capi.machines
 
-# ---
+---
 # prod.machines.yml: one cluster of a management cluster, grouped by failure domain too
 plugin: baremetal.capi.machines
 store:
