@@ -7,7 +7,9 @@ import base64
 try:
     from kubernetes.client.exceptions import ApiException
 except ImportError:  # reported by the modules with missing_required_lib
-    ApiException = Exception
+
+    class ApiException(Exception):
+        """Never raised: keeps the except clauses valid without the kubernetes client."""
 
 
 class WorkloadTokens:
