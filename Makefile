@@ -17,7 +17,12 @@ help:
 	@echo "make bench  - benchmarks (not part of make test)"
 	@echo "make lab-up | lab-down | lab-status | lab-reset"
 
-venv: $(VENV)/.installed
+venv: $(VENV)/.installed build/ansible_collections/baremetal/capi
+
+# ansible.cfg's collections_path (and molecule's) find the collection through this link to the work tree.
+build/ansible_collections/baremetal/capi:
+	mkdir -p build/ansible_collections/baremetal
+	ln -sfn ../../.. $@
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

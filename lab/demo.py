@@ -65,6 +65,18 @@ def maas_machines(info: dict) -> None:
         print(f"lab: {len(missing)} MAAS machines added for the demo", flush=True)
 
 
+def machines_inventory(cfg) -> Path:
+    """An inventory source of the baremetal.capi.machines plugin for the demo's store (its name must end in
+    machines.yml)."""
+    path = cfg.root / "demo" / "demo.capi.machines.yml"
+    path.write_text(
+        "# The demo clusters' machines as Ansible hosts: ansible-inventory -i <this file> --graph\n"
+        "plugin: baremetal.capi.machines\n"
+        f"store: {{kind: sqlite, path: {cfg.root / 'demo' / 'state.db'}}}\n"
+    )
+    return path
+
+
 def playbook(name: str, *args: str) -> int:
     argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(INVENTORY), f"playbooks/{name}"]
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_FORKS="4")
@@ -87,7 +99,11 @@ def main() -> int:
     (cfg.root / "demo").mkdir(exist_ok=True)
     rc = playbook("provision_cluster.yml")
     took = time.monotonic() - started
+    machines = machines_inventory(cfg)
     print(f"\nmake demo: {'done' if rc == 0 else 'FAILED'} in {took / 60:.1f} min (rc={rc}).")
+    rel = os.path.relpath(machines, REPO)
+    print(f"The machines as Ansible hosts (baremetal.capi.machines): ansible-inventory -i {rel} --graph")
+    print(f"  an ad-hoc run on every one of them: ansible -i {rel} all -m ansible.builtin.ping -c local")
     print(
         "Kubeconfigs: the <cluster>-kubeconfig Secrets in the store .lab/demo/state.db "
         "(demo-maas's for the MAAS DNS record's address: "

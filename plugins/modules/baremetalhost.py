@@ -266,7 +266,8 @@ def main():
     )
     p = module.params
     ns_default = p["namespace"] or module.namespace
-    entries = p["hosts"] or [{k: p[k] for k in HOST_OPTIONS}]
+    # hosts: [] (every host of a list filtered away) is nothing to do, not one host without a name
+    entries = p["hosts"] if p["hosts"] is not None else [{k: p[k] for k in HOST_OPTIONS}]
     present = p["state"] == "present"
     with module.errors():
         store = module.store

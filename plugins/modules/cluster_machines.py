@@ -67,6 +67,14 @@ options:
       - Seconds a kubeadm bootstrap token lives; it is extended while machines wait for their Node, as CABPK does.
     type: int
     default: 14400
+  user_data_template:
+    description:
+      - Your own user data instead of the rendered cloud-config, for every machine whose bootstrap data a round
+        renders. The same C(string.Template) as
+        O(baremetal.capi.kubeadm_bootstrap#module:user_data_template) takes (C($kubeadm_user_data), C($machine),
+        C($cluster), C($namespace), C($role)).
+      - Data already rendered is not rendered again (as CABPK, bootstrap data is written once per machine).
+    type: str
   wait:
     description: Repeat rounds until converged or O(wait_timeout).
     type: bool
@@ -186,6 +194,7 @@ def main():
             disable_swap=dict(type="bool", default=True),
             workload_kubeconfig=dict(type="str", no_log=True),
             token_ttl=dict(type="int", default=14400, no_log=False),
+            user_data_template=dict(type="str"),
             wait=dict(type="bool", default=True),
             wait_timeout=dict(type="int", default=1800),
             wait_sleep=dict(type="float", default=2),
@@ -197,6 +206,7 @@ def main():
     p = module.params
     ns = p["namespace"] or module.namespace
     with module.errors():
+        from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import kubeadm
         from ansible_collections.baremetal.capi.plugins.module_utils.capi.converge import Converger
 
         store = module.store
@@ -219,6 +229,7 @@ def main():
                 workers=p["workers"],
                 token_ttl=p["token_ttl"],
                 kubeconfig=p["workload_kubeconfig"],
+                user_data_template=kubeadm.user_data_template(p["user_data_template"]),
             )
             if p["wait"] and not module.check_mode:
                 report = conv.converge(timeout=p["wait_timeout"], poll=p["wait_sleep"])

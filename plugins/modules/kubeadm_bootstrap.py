@@ -127,25 +127,8 @@ kubeconfig_server:
 
 import os  # noqa: E402
 import socket  # noqa: E402
-import string  # noqa: E402
 
 from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
-
-
-def _template(text):
-    if not text:
-        return None
-
-    def render(*, cluster, machine, config, kubeadm_user_data, role):
-        return string.Template(text).safe_substitute(
-            kubeadm_user_data=kubeadm_user_data,
-            machine=machine["metadata"]["name"],
-            cluster=cluster["metadata"]["name"],
-            namespace=cluster["metadata"].get("namespace", "default"),
-            role=role,
-        )
-
-    return render
 
 
 class _Tokens:
@@ -263,7 +246,7 @@ def main():
                 tokens = _Tokens(WorkloadTokens(core), Requeue)
             except NotFound:
                 tokens = None
-        template = _template(p["user_data_template"])
+        template = kubeadm.user_data_template(p["user_data_template"])
         configs = []
         for machine in store.list("Machine", ns, {"matchLabels": {names.CLUSTER_NAME_LABEL: p["cluster"]}}):
             if meta.is_deleting(machine):

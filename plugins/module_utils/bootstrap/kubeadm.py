@@ -23,12 +23,36 @@ import base64
 import copy
 import datetime
 import json
+import string
 from typing import Protocol
 
 from ansible_collections.baremetal.capi.plugins.module_utils import runner
 from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import cloudinit, pki
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import AlreadyExists, Invalid, NotFound, Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
+
+
+def user_data_template(text: str | None):
+    """The user's own user data (a ``string.Template``) as the renderer ``reconcile_config`` takes, or None.
+
+    ``$kubeadm_user_data`` is the cloud-config CABPK would have written; ``$machine``, ``$cluster``,
+    ``$namespace`` and ``$role`` (init, join-control-plane, join). ``safe_substitute`` leaves cloud-init's own
+    ``{{ }}`` and any other ``$`` untouched.
+    """
+    if not text:
+        return None
+
+    def render(*, cluster, machine, config, kubeadm_user_data, role):
+        return string.Template(text).safe_substitute(
+            kubeadm_user_data=kubeadm_user_data,
+            machine=machine["metadata"]["name"],
+            cluster=cluster["metadata"]["name"],
+            namespace=cluster["metadata"].get("namespace", "default"),
+            role=role,
+        )
+
+    return render
+
 
 DEFAULT_TOKEN_TTL = 15 * 60
 CERTS_DIR = "/etc/kubernetes/pki"

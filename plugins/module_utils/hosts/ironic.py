@@ -34,6 +34,8 @@ from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 # A step goes on at once after an action that needs no waiting, up to this many times.
 _MAX_ACTIONS_PER_STEP = 8
 NOW = "now"  # a handler result: go on with the next action in this step
+# Ironic's 400 for a provision action the node's current state does not allow (InvalidStateRequested).
+_INVALID_STATE = "can not be performed on node"
 
 
 def node_name(namespace: str, name: str) -> str:
@@ -245,6 +247,14 @@ class IronicDriver:
             ctx.save()  # keep what was learnt before Ironic said busy
             after = 3.0
             ctx.say("Ironic node is busy (409), retrying")
+        except osexc.BadRequestException as exc:
+            # Ironic's InvalidStateRequested: the node moved on since it was read (another runner, or Ironic
+            # finishing a transition); the next step reads it again and does what its new state needs.
+            if _INVALID_STATE not in str(exc.details or exc):
+                raise
+            ctx.save()
+            after = 1.0
+            ctx.say(f"Ironic node changed state meanwhile, reading it again: {exc.details or exc}")
         except osexc.NotFoundException as exc:
             # the node went away under us (deleted outside): the next Register finds or recreates it
             ctx.save()

@@ -59,7 +59,7 @@ def _converged(e: E2E, control: str, tag: str, workers: int) -> dict[str, dict]:
     finally:
         s.close()
     cp_ips = {a["address"] for m in machines.values() if "cluster.x-k8s.io/control-plane" in m["metadata"]["labels"]
-              for a in m["status"].get("addresses") or []}  # fmt: skip
+              for a in m["status"].get("addresses") or [] if a["type"].endswith("IP")}  # fmt: skip
     # the API record holds exactly the control plane's address (CAPMAAS's DNS attachment)
     assert set(Sim(e.lab.info["maas"]).dns_ips(fqdn)) == cp_ips, fqdn
     return machines

@@ -8,6 +8,7 @@ every host and address back.
 
 from __future__ import annotations
 
+import base64
 import random
 
 import openstack
@@ -50,6 +51,8 @@ def _description(name: str, ns: str, endpoint: str, inv: dict, octet: int) -> di
             },
         }},
         "hosts": hosts,
+        # the user's own user data around what CABPK renders (cluster_machines renders it in its rounds)
+        "kubeadm": {"user_data_template": "$kubeadm_user_data\n# baremetal.capi e2e: $role $namespace/$machine\n"},
     }  # fmt: skip
 
 
@@ -106,6 +109,15 @@ def test_metal3_provision_rerun_scale_kill_deprovision(e2e_lab, ironic_inventory
         first = e.play("provision_cluster.yml")
         assert "Machines of" in first.out and "NODE READY" in first.out  # the progress callback's table
         before = _converged(e, inv, workers=1)
+        s = e.store()
+        try:
+            for mname, m in before.items():
+                secret = s.get("Secret", m["spec"]["bootstrap"]["dataSecretName"], ns)
+                last = base64.b64decode(secret["data"]["value"]).decode().rstrip("\n").rsplit("\n", 1)[1]
+                role = "init" if "cluster.x-k8s.io/control-plane" in m["metadata"]["labels"] else "join"
+                assert last == f"# baremetal.capi e2e: {role} {ns}/{mname}", last
+        finally:
+            s.close()
 
         again = e.play("provision_cluster.yml")
         assert again.changed == 0, again.out[-6000:]

@@ -6,8 +6,12 @@ Through ansible-playbook; asserted on the Ironic nodes and the store, not on mod
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
+
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_register
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic import IronicDriver
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -162,3 +166,45 @@ def test_ironic_endpoint_from_clouds_yaml_as_awx_sets_it(hostlab):
     )
     assert bad["failed"] is True and "OS_CLOUD" in bad["msg"]
     assert [h["metadata"]["name"] for h in hl.store.list("BareMetalHost", hl.ns)] == ["fake-5"]
+
+
+def test_a_provide_another_runner_already_did_is_read_again(hostlab, monkeypatch):
+    """The node is read, then another runner provides it, then this step asks for provide too: real Ironic
+    answers 400 (InvalidStateRequested); the step says so and reads the node again, the next one deploys."""
+    hl = hostlab
+    hl.play([{"baremetal.capi.baremetalhost": {"hosts": [fake_entry(hl, 7)], "wait": True}}])
+    hl.secret("fake-7-userdata", userData="#cloud-config\n")
+    bmh = hl.bmh("fake-7")
+    bmh["spec"].update(
+        image=dict(hl.inv["images"]["test_image"]),
+        userData={"name": "fake-7-userdata", "namespace": hl.ns},
+        consumerRef={"kind": "Metal3Machine", "name": "m7", "namespace": hl.ns},
+    )
+    hl.store.update(bmh)
+    stale = hl.node("fake-7")
+    assert stale.provision_state == "manageable"
+    hl.conn.baremetal.set_node_provision_state(stale, "provide", wait=True, timeout=120)  # the other runner
+
+    reads = []
+    real_find = ironic_register.find_node
+
+    def find_node(ctx):  # this step read the node before the other runner's provide
+        reads.append(ctx.name)
+        return stale if len(reads) == 1 else real_find(ctx)
+
+    monkeypatch.setattr(ironic_register, "find_node", find_node)
+    driver = IronicDriver(ironic_url=hl.inv["ironic"]["url"], poll=1, boot_iso=hl.inv["images"]["boot_iso"])
+    try:
+        step = driver.reconcile(hl.store, hl.bmh("fake-7"))
+        assert not step.failed and "changed state meanwhile" in step.message, step.message
+        assert hl.bmh("fake-7")["status"]["provisioning"]["state"] == "provisioning"
+        deadline = time.monotonic() + 120
+        while not step.done and time.monotonic() < deadline:
+            time.sleep(1)
+            step = driver.reconcile(hl.store, hl.bmh("fake-7"))
+            assert not step.failed, step.message
+    finally:
+        driver.close()
+    assert step.done, step.message
+    assert hl.bmh("fake-7")["status"]["provisioning"]["state"] == "provisioned"
+    assert hl.node("fake-7").provision_state == "active"

@@ -311,3 +311,25 @@ def test_check_mode_writes_nothing(store):
     assert step.changed and step.data["bootstrap"] == "init"
     assert store.list("Secret", NS) == []
     assert store.list("ConfigMap", NS) == []
+
+
+def test_user_data_template_wraps_what_cabpk_renders(store):
+    make_cluster(store)
+    _, cp1 = make_machine(store, "c1-cp-a", True, spec=CP_SPEC)
+    _, w1 = make_machine(store, "c1-md-x", False)
+    text = "$kubeadm_user_data\n# $role: $namespace/$cluster/$machine {{ ds.meta_data.name }} $$HOME $unknown\n"
+    template = kubeadm.user_data_template(text)
+    assert kubeadm.user_data_template("") is None and kubeadm.user_data_template(None) is None
+
+    kubeadm.reconcile_config(store, cp1, user_data_template=template)
+    initialise(store)
+    kubeadm.reconcile_config(store, w1, tokens=Tokens(), user_data_template=template)
+
+    for machine, role, kubeadm_cmd in (("c1-cp-a", "init", "kubeadm init"), ("c1-md-x", "join", "kubeadm join")):
+        value, fmt = secret_value(store, machine)
+        body, last = value.rstrip("\n").rsplit("\n", 1)
+        # cloud-init's own template and unknown names pass untouched; $$ is a literal $
+        assert last == f"# {role}: {NS}/c1/{machine} {{{{ ds.meta_data.name }}}} $HOME $unknown"
+        assert fmt == "cloud-config"
+        doc = parse_cloud_config(body + "\n")
+        assert any(cmd.startswith(kubeadm_cmd) for cmd in doc["runcmd"]), doc["runcmd"]

@@ -167,3 +167,12 @@ def test_absent_with_external_driver_deletes_the_object(run, store):
     res = run(baremetalhost, {"name": "node-0", "state": "absent", "host_driver": "external", "wait": True})
     assert res["changed"] is True and store.list("BareMetalHost", "lab") == []
     assert run(baremetalhost, {"name": "node-0", "state": "absent", "host_driver": "external"})["changed"] is False
+
+
+def test_an_empty_host_list_is_nothing_to_do(run, store):
+    run(baremetalhost, {"hosts": [entry()], "host_driver": "external"})
+    before = store.get("BareMetalHost", "node-0", "lab")
+    res = run(baremetalhost, {"hosts": [], "host_driver": "external"})
+    assert not res.get("failed"), res
+    assert res["changed"] is False and res["hosts"] == []
+    assert store.get("BareMetalHost", "node-0", "lab") == before

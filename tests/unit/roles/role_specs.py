@@ -43,18 +43,25 @@ ROUNDS = {
     },
 }
 
+MAAS_KUBECONFIG = {
+    "capi_maas_kubeconfig": {
+        "description": "With C(endpoint_via_maas_dns), the kubeconfig for the MAAS DNS record's address (mode 0600).",
+        "type": "str",
+    },
+}
+
 ROLES = {
     "cluster": (
         "The Cluster and its infrastructure cluster (Metal3Cluster or MaasCluster)",
         "Writes the Namespace and the Cluster of the description, then reconciles the Metal3Cluster (endpoint, "
         "failure domains) through M(baremetal.capi.metal3_cluster) or the MaasCluster through the "
         "C(baremetal.capi.maas_cluster) role. C(tasks_from: delete) deletes the whole cluster in Cluster API's order.",
-        {**COMMON, **MAAS, **HOSTS, **ROUNDS},
+        {**COMMON, **MAAS, **HOSTS, **ROUNDS, **MAAS_KUBECONFIG},
     ),
     "maas_cluster": (
         "The MaasCluster: DNS name and record, endpoint (CAPMAAS's MaasCluster controller)",
         "Runs M(baremetal.capi.maas_cluster) for the description's cluster and reports the endpoint's DNS name.",
-        {**COMMON, **MAAS},
+        {**COMMON, **MAAS, "capi_workload_kubeconfig": ROUNDS["capi_workload_kubeconfig"], **MAAS_KUBECONFIG},
     ),
     "data": (
         "IP pools and the Metal3DataTemplate (Metal3)",
@@ -101,7 +108,7 @@ ROLES = {
             **COMMON,
             **MAAS,
             **ROUNDS,
-            "capi_maas_kubeconfig": {"description": "Where that kubeconfig is written (mode 0600).", "type": "str"},
+            **MAAS_KUBECONFIG,
         },
     ),
     "remediation": (
