@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make integration: the lab up once (fast simulator timings), the store and module suites against the
-# real kube-apiserver, then the integration tests in two groups at once - the tests that use the lab's
-# Redfish BMCs (they share 12 emulated hosts, so they run one after another) and everything else -
-# and the lab down by PID at the end, whatever happened.
+# real kube-apiserver, then the integration tests in two lines at once - the tests that use the lab's
+# Redfish BMCs (they share 12 emulated hosts, so they run one after another), and everything else followed
+# by the end-to-end flows - and the lab down by PID at the end, whatever happened.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -33,21 +33,29 @@ BMCAPI_STORES=kubernetes "$PY" -m pytest -p no:cacheprovider tests/unit/modules 
 
 REDFISH=(tests/integration/hosts tests/integration/lab_ironic tests/integration/metal3_machine
          tests/integration/remediation tests/integration/nodesim/test_ironic_redfish.py)
-# The end-to-end playbook runs (e2e, the AWX cluster job templates through ansible-runner, molecule) run with
-# `make e2e`: they are not yet green together (see the open issue "provision_cluster.yml end to end").
-IGNORE=(--ignore=tests/integration/molecule --ignore=tests/integration/e2e
-        --ignore=tests/integration/awx/test_awx_cluster_jobs.py)
-for path in "${REDFISH[@]}"; do IGNORE+=(--ignore="$path"); done
+# The user's whole flows: provision/scale/deprovision_cluster.yml end to end, make demo, the AWX cluster job
+# templates through ansible-runner, the molecule scenarios. They run after the other tests, beside the
+# Redfish group (fake-hardware hosts and the MAAS simulator only).
+E2E=(tests/integration/e2e tests/integration/awx/test_awx_cluster_jobs.py tests/integration/molecule)
+IGNORE=()
+for path in "${REDFISH[@]}" "${E2E[@]}"; do IGNORE+=(--ignore="$path"); done
 
 "$PY" -m pytest -p no:cacheprovider "${REDFISH[@]}" -q -rs --durations=15 >"$OUT/redfish.log" 2>&1 &
 redfish=$!
-"$PY" -m pytest -p no:cacheprovider tests/integration "${IGNORE[@]}" -q -rs --durations=15 >"$OUT/other.log" 2>&1 &
+(
+    "$PY" -m pytest -p no:cacheprovider tests/integration "${IGNORE[@]}" -q -rs --durations=15 >"$OUT/other.log" 2>&1
+    rc_o=$?
+    "$PY" -m pytest -p no:cacheprovider "${E2E[@]}" -q -rs --durations=15 >"$OUT/e2e.log" 2>&1 || exit 1
+    exit "$rc_o"
+) &
 other=$!
 wait "$redfish"; rc_redfish=$?
 wait "$other"; rc_other=$?
 
 echo "=== integration: tests without the Redfish BMCs"
 cat "$OUT/other.log"
+echo "=== integration: end to end (playbooks, demo, AWX cluster jobs, molecule)"
+cat "$OUT/e2e.log"
 echo "=== integration: tests on the Redfish BMCs"
 cat "$OUT/redfish.log"
 [ "$rc_redfish" = 0 ] && [ "$rc_other" = 0 ] || rc=1

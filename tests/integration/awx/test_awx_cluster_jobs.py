@@ -181,7 +181,8 @@ def test_provision_scale_deprovision_job_templates(awx_metal3, tmp_path):
     assert runner.status == "successful", stdout(runner)[-6000:]
     machines = _machines(world)
     assert len(machines) == 1 and "cluster.x-k8s.io/control-plane" in machines[0]["metadata"]["labels"]
-    assert sorted(_ironic(world).values()) == ["active", "manageable"]  # the worker's host deprovisioned
+    states = sorted(_ironic(world).values())  # the worker's host deprovisioned (cleaning disabled: back to available)
+    assert states[0] == "active" and states[1] in ("available", "manageable"), states
 
     # Deprovision, deregistering the hosts: the cluster's objects and the Ironic nodes go
     runner = _job(world, "deprovision_cluster", tmp_path, {"capi_targets": name, "capi_deregister_hosts": "true"})
