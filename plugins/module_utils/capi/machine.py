@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import datetime
 
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import drain, refs
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
@@ -342,33 +342,50 @@ def deletion_timed_out(machine: dict, clock=None) -> bool:
 def reconcile_delete(store, machine: dict, *, workload=None, clock=None, check: bool = False) -> Step:
     """One step of §2.4.  ``done`` once the Machine is gone.
 
-    Node draining is not done here (no pods are evicted): the Node is deleted
-    once the infrastructure machine is gone, as step 7 does.
+    Hooks, then (when the Node may be deleted) the drain and the wait for volumes (capi.drain), then the
+    infrastructure machine and bootstrap config, then the Node, as steps 2-8 do.
     """
     ns = meta.namespace(machine)
     after = copy.deepcopy(machine)
     changed = conditions.set_condition(after, names.DELETING, True, names.DELETING_REASON, clock=clock)
     changed |= apply_phase(after, clock=clock)
 
-    def progress(message: str) -> Step:
+    def progress(message: str, after_s: float = 2) -> Step:
         if changed and not check:
             refs.write(store, machine, after)
-        return Step(done=False, changed=changed, message=message, requeue_after=2)
+        return Step(done=False, changed=changed, message=message, requeue_after=after_s)
 
+    cluster = refs.get_or_none(store, "Cluster", machine["spec"]["clusterName"], ns)
+    allowed, why = refs.node_deletion_allowed(store, machine, cluster)
+    node_name = ((machine.get("status") or {}).get("nodeRef") or {}).get("name")
+    infra_ref = machine["spec"].get("infrastructureRef")
     for prefix in (names.PRE_DRAIN_HOOK_PREFIX, names.PRE_TERMINATE_HOOK_PREFIX):
         hooks = sorted(k for k in meta.annotations(machine) if k.startswith(prefix))
         if hooks:
             return progress(f"waiting for hook(s) {', '.join(hooks)}")
-    for ref in (machine["spec"].get("infrastructureRef"), (machine["spec"].get("bootstrap") or {}).get("configRef")):
+        if prefix != names.PRE_DRAIN_HOOK_PREFIX or not (allowed and node_name) or check:
+            continue
+        # drain, then volumes (§2.4 steps 3-4), while the infrastructure machine is still there
+        if refs.get_ref(store, infra_ref, ns) is None:
+            continue
+        try:
+            client = workload_for(store, machine, workload)
+            waiting = drain.step(client, machine, after, clock) if client is not None else None
+        except CapiError as exc:  # the workload API does not answer: retried, as Cluster API does
+            waiting = (names.DELETING_DRAINING_NODE_REASON, f"draining Node {node_name}: {exc}")
+        if waiting is not None:
+            reason, message = waiting
+            changed |= conditions.set_condition(after, names.DELETING, True, reason, message, clock=clock)
+            changed |= after != machine
+            return progress(message, after_s=5)
+        changed |= after != machine
+    for ref in (infra_ref, (machine["spec"].get("bootstrap") or {}).get("configRef")):
         obj = refs.get_ref(store, ref, ns)
         if obj is None:
             continue
         if not meta.is_deleting(obj) and not check:
             store.delete(obj["kind"], meta.name(obj), ns)
         return progress(f"waiting for {obj['kind']} {meta.name(obj)} to be deleted")
-    cluster = refs.get_or_none(store, "Cluster", machine["spec"]["clusterName"], ns)
-    allowed, why = refs.node_deletion_allowed(store, machine, cluster)
-    node_name = ((machine.get("status") or {}).get("nodeRef") or {}).get("name")
     if allowed and node_name:
         client = workload_for(store, machine, workload)
         try:

@@ -215,6 +215,45 @@ class WorkloadClient:
     def server_version(self) -> str:
         return self._call("version", self._version.get_code).get("gitVersion", "")
 
+    # -- drain: the Node's pods and volume attachments ------------------------------------------
+
+    def pods_on_node(self, node_name: str) -> list[dict]:
+        """Every Pod bound to the Node, all namespaces."""
+        out = self._call(
+            f"Pods on Node {node_name}",
+            self._core.list_pod_for_all_namespaces,
+            field_selector=f"spec.nodeName={node_name}",
+        )
+        return out.get("items") or []
+
+    def evict_pod(self, namespace: str, name: str, grace_period_seconds: int | None = None) -> bool:
+        """Evict through the Eviction API (PodDisruptionBudgets hold); False if the Pod was already gone.
+
+        A budget that forbids it is a CapiError naming the Pod and what the API server said (429).
+        """
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
+        if grace_period_seconds is not None:
+            body["deleteOptions"] = {"gracePeriodSeconds": grace_period_seconds}
+        try:
+            self._call(
+                f"evict Pod {namespace}/{name}", self._core.create_namespaced_pod_eviction, name, namespace, body
+            )
+        except NotFound:
+            return False
+        return True
+
+    def volume_attachments(self, node_name: str) -> list[str]:
+        """The names of the VolumeAttachments to the Node."""
+        from kubernetes import client as k8s
+
+        storage = k8s.StorageV1Api(self._core.api_client)
+        out = self._call("list VolumeAttachments", storage.list_volume_attachment)
+        return sorted(
+            va["metadata"]["name"]
+            for va in out.get("items") or []
+            if (va.get("spec") or {}).get("nodeName") == node_name
+        )
+
 
 def node_ready(node: dict) -> str:
     """The status of the Node's Ready condition: "True", "False" or "Unknown"."""

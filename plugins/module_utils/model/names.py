@@ -37,7 +37,13 @@ MANAGED_NODE_LABEL_DOMAIN = "node.cluster.x-k8s.io"
 PRE_DRAIN_HOOK_PREFIX = "pre-drain.delete.hook.machine.cluster.x-k8s.io"
 PRE_TERMINATE_HOOK_PREFIX = "pre-terminate.delete.hook.machine.cluster.x-k8s.io"
 EXCLUDE_NODE_DRAINING_ANNOTATION = "machine.cluster.x-k8s.io/exclude-node-draining"
+EXCLUDE_WAIT_FOR_NODE_VOLUME_DETACH_ANNOTATION = "machine.cluster.x-k8s.io/exclude-wait-for-node-volume-detach"
 NODE_DELETION_TIMEOUT_DEFAULT = 10  # seconds; the Machine webhook's default
+# Node drain: Pods labelled cluster.x-k8s.io/drain=skip stay, =wait-completed are waited for, never evicted
+DRAIN_LABEL = "cluster.x-k8s.io/drain"
+DRAIN_SKIP = "skip"
+DRAIN_WAIT_COMPLETED = "wait-completed"
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 
 # Machine phases (capi-core.md §2.3)
 PHASE_PENDING = "Pending"
@@ -74,6 +80,8 @@ PAUSED_REASON = "Paused"
 NOT_PAUSED_REASON = "NotPaused"
 DELETING_REASON = "Deleting"
 NOT_DELETING_REASON = "NotDeleting"
+DELETING_DRAINING_NODE_REASON = "DrainingNode"
+DELETING_WAITING_FOR_VOLUME_DETACH_REASON = "WaitingForVolumeDetach"
 INFRASTRUCTURE_READY_REASON = "InfrastructureReady"
 INFRASTRUCTURE_NOT_READY_REASON = "InfrastructureNotReady"
 INFRASTRUCTURE_DOES_NOT_EXIST_REASON = "InfrastructureDoesNotExist"

@@ -100,22 +100,12 @@ def restore_patch(node: dict, rem_annotations: dict) -> dict | None:
 
 
 def pods_terminating(client, node_name: str) -> list[str]:
-    """Pods on the Node being deleted, and VolumeAttachments to it: what the taint must clear first.
-
-    Read through the workload client's kubernetes ApiClient when it has one (a WorkloadClient does).
-    """
-    core = getattr(client, "_core", None)
-    if core is None:
+    """Pods on the Node being deleted, and VolumeAttachments to it: what the taint must clear first."""
+    if not hasattr(client, "pods_on_node"):
         return []
-    from kubernetes import client as k8s
-
-    out = []
-    pods = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node_name}", _request_timeout=15)
-    for pod in pods.items:
-        if pod.metadata.deletion_timestamp:
-            out.append(f"Pod {pod.metadata.namespace}/{pod.metadata.name}")
-    attachments = k8s.StorageV1Api(core.api_client).list_volume_attachment(_request_timeout=15)
-    for va in attachments.items:
-        if va.spec.node_name == node_name:
-            out.append(f"VolumeAttachment {va.metadata.name}")
-    return out
+    out = [
+        f"Pod {pod['metadata'].get('namespace')}/{pod['metadata']['name']}"
+        for pod in client.pods_on_node(node_name)
+        if pod["metadata"].get("deletionTimestamp")
+    ]
+    return out + [f"VolumeAttachment {name}" for name in client.volume_attachments(node_name)]

@@ -19,6 +19,7 @@ import requests
 
 from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
 from lab.config import REPO
+from tests.integration.inventory.test_inventory_lab import _unwrap
 
 from .conftest import MAAS_FAST
 
@@ -60,7 +61,7 @@ def test_demo_provisions_both_clusters_and_the_inventory_reaches_their_machines(
         inventory = e2e_lab.cfg.root / "demo" / "demo.capi.machines.yml"
         listed = _tool("ansible-inventory", "-i", str(inventory), "--list")
         assert listed.returncode == 0, listed.stderr[-4000:]
-        groups = json.loads(listed.stdout)
+        groups = _unwrap(json.loads(listed.stdout))  # ansible-inventory marks unsafe strings
         for cluster in CLUSTERS:
             group = cluster.replace("-", "_")
             assert len(groups[f"cluster_{group}"]["hosts"]) == 5
