@@ -170,71 +170,19 @@ from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiM
 
 
 def main():
+    from ansible_collections.baremetal.capi.plugins.module_utils.remediation import run
+
     module = CapiModule(
-        argument_spec=dict(
-            machines=dict(type="list", elements="str", required=True),
-            namespace=dict(type="str"),
-            state=dict(type="str", choices=["present", "absent"], default="present"),
-            strategy=dict(
-                type="dict",
-                options=dict(
-                    type=dict(type="str", default="Reboot"),
-                    retryLimit=dict(type="int"),
-                    timeoutSeconds=dict(type="int"),
-                ),
-            ),
-            force=dict(type="bool", default=False),
-            fencing=dict(type="str", choices=["auto", "taint", "delete"], default="auto"),
-            unhealthy_tag=dict(type="str", default="capi-unhealthy"),
-            workload_kubeconfig=dict(type="str", no_log=True),
-            wait=dict(type="bool", default=True),
-            wait_timeout=dict(type="int", default=1800),
-            wait_sleep=dict(type="float", default=2),
-            workers=dict(type="int", default=8),
-        ),
+        argument_spec=run.argument_spec(unhealthy_tag=dict(type="str", default="capi-unhealthy")),
         maas=True,
         supports_check_mode=True,
     )
-    p = module.params
-    ns = p["namespace"] or module.namespace
     with module.errors():
         from ansible_collections.baremetal.capi.plugins.module_utils.maas.client import connect
-        from ansible_collections.baremetal.capi.plugins.module_utils.remediation import reboot, run
         from ansible_collections.baremetal.capi.plugins.module_utils.remediation.targets import MaasTarget
 
-        store = module.store
         client = connect(module.maas_options())
-        rem = reboot.Remediator(
-            store,
-            MaasTarget(store, client, p["unhealthy_tag"]),
-            fencing_mode=p["fencing"],
-            workload_kubeconfig=p["workload_kubeconfig"],
-            poll=p["wait_sleep"],
-        )
-        strategy = {k: v for k, v in (p["strategy"] or {}).items() if v is not None}
-        results = run.remediate(
-            rem,
-            p["machines"],
-            ns,
-            state=p["state"],
-            strategy=strategy,
-            force=p["force"],
-            check=module.check_mode,
-            wait=p["wait"],
-            timeout=p["wait_timeout"],
-            poll=p["wait_sleep"],
-            workers=p["workers"],
-        )
-        changed, items, failed = run.report(results, debug=module._verbosity >= 3)
-        waiting = [r for r in results if not r.done and not r.failed] if p["wait"] and not module.check_mode else []
-        if failed or waiting:
-            lines = [f"{r.key}: {r.message}" for r in failed + waiting]
-            module.fail(
-                f"{len(failed)} remediation(s) failed, {len(waiting)} not done: " + "; ".join(lines),
-                changed=changed,
-                remediations=items,
-            )
-        module.exit(changed=changed, remediations=items)
+        run.run_module(module, MaasTarget(module.store, client, module.params["unhealthy_tag"]))
 
 
 if __name__ == "__main__":

@@ -191,77 +191,27 @@ from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiM
 
 
 def main():
+    from ansible_collections.baremetal.capi.plugins.module_utils.remediation import run
+
     module = CapiModule(
-        argument_spec=dict(
-            machines=dict(type="list", elements="str", required=True),
-            namespace=dict(type="str"),
-            state=dict(type="str", choices=["present", "absent"], default="present"),
+        argument_spec=run.argument_spec(
             template=dict(type="str"),
-            strategy=dict(
-                type="dict",
-                options=dict(
-                    type=dict(type="str", default="Reboot"),
-                    retryLimit=dict(type="int"),
-                    timeoutSeconds=dict(type="int"),
-                ),
-            ),
-            force=dict(type="bool", default=False),
-            fencing=dict(type="str", choices=["auto", "taint", "delete"], default="auto"),
             host_driver=dict(type="str", choices=["ironic", "external"], default="ironic"),
             host_driver_options=dict(type="dict", default={}),
-            workload_kubeconfig=dict(type="str", no_log=True),
-            wait=dict(type="bool", default=True),
-            wait_timeout=dict(type="int", default=1800),
-            wait_sleep=dict(type="float", default=2),
-            workers=dict(type="int", default=8),
         ),
         mutually_exclusive=[("template", "strategy")],
         supports_check_mode=True,
     )
     p = module.params
-    ns = p["namespace"] or module.namespace
     with module.errors():
         from ansible_collections.baremetal.capi.plugins.module_utils.hosts.base import get_driver
-        from ansible_collections.baremetal.capi.plugins.module_utils.remediation import reboot, run
         from ansible_collections.baremetal.capi.plugins.module_utils.remediation.targets import Metal3Target
 
-        store = module.store
         driver = get_driver(p["host_driver"], p["host_driver_options"])
         try:
-            rem = reboot.Remediator(
-                store,
-                Metal3Target(store, driver),
-                fencing_mode=p["fencing"],
-                workload_kubeconfig=p["workload_kubeconfig"],
-                poll=p["wait_sleep"],
-            )
-            strategy = {k: v for k, v in (p["strategy"] or {}).items() if v is not None}
-            results = run.remediate(
-                rem,
-                p["machines"],
-                ns,
-                state=p["state"],
-                strategy=strategy,
-                template=p["template"],
-                force=p["force"],
-                check=module.check_mode,
-                wait=p["wait"],
-                timeout=p["wait_timeout"],
-                poll=p["wait_sleep"],
-                workers=p["workers"],
-            )
+            run.run_module(module, Metal3Target(module.store, driver), template=p["template"])
         finally:
             driver.close()
-        changed, items, failed = run.report(results, debug=module._verbosity >= 3)
-        waiting = [r for r in results if not r.done and not r.failed] if p["wait"] and not module.check_mode else []
-        if failed or waiting:
-            lines = [f"{r.key}: {r.message}" for r in failed + waiting]
-            module.fail(
-                f"{len(failed)} remediation(s) failed, {len(waiting)} not done: " + "; ".join(lines),
-                changed=changed,
-                remediations=items,
-            )
-        module.exit(changed=changed, remediations=items)
 
 
 if __name__ == "__main__":

@@ -110,3 +110,65 @@ def report(results: list[runner.Result], debug: bool = False) -> tuple[bool, lis
         for item in out:
             item.pop("traceback", None)
     return any(r.changed for r in results), out, [r for r in results if r.failed]
+
+
+def argument_spec(**extra) -> dict:
+    """The options of metal3_remediation and maas_remediation, plus the provider's own."""
+    spec = dict(
+        machines=dict(type="list", elements="str", required=True),
+        namespace=dict(type="str"),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        strategy=dict(
+            type="dict",
+            options=dict(
+                type=dict(type="str", default="Reboot"),
+                retryLimit=dict(type="int"),
+                timeoutSeconds=dict(type="int"),
+            ),
+        ),
+        force=dict(type="bool", default=False),
+        fencing=dict(type="str", choices=["auto", "taint", "delete"], default="auto"),
+        workload_kubeconfig=dict(type="str", no_log=True),
+        wait=dict(type="bool", default=True),
+        wait_timeout=dict(type="int", default=1800),
+        wait_sleep=dict(type="float", default=2),
+        workers=dict(type="int", default=8),
+    )
+    spec.update(extra)
+    return spec
+
+
+def run_module(module, target, template: str | None = None) -> None:
+    """Remediate the module's machines through ``target`` and exit the module with the report."""
+    p = module.params
+    rem = reboot.Remediator(
+        module.store,
+        target,
+        fencing_mode=p["fencing"],
+        workload_kubeconfig=p["workload_kubeconfig"],
+        poll=p["wait_sleep"],
+    )
+    results = remediate(
+        rem,
+        p["machines"],
+        p["namespace"] or module.namespace,
+        state=p["state"],
+        strategy={k: v for k, v in (p["strategy"] or {}).items() if v is not None},
+        template=template,
+        force=p["force"],
+        check=module.check_mode,
+        wait=p["wait"],
+        timeout=p["wait_timeout"],
+        poll=p["wait_sleep"],
+        workers=p["workers"],
+    )
+    changed, items, failed = report(results, debug=module._verbosity >= 3)
+    waiting = [r for r in results if not r.done and not r.failed] if p["wait"] and not module.check_mode else []
+    if failed or waiting:
+        lines = [f"{r.key}: {r.message}" for r in failed + waiting]
+        module.fail(
+            f"{len(failed)} remediation(s) failed, {len(waiting)} not done: " + "; ".join(lines),
+            changed=changed,
+            remediations=items,
+        )
+    module.exit(changed=changed, remediations=items)
