@@ -34,7 +34,7 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, NotFound
 
 # The string Ansible itself puts where a no_log value was.
 MASK = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
@@ -209,12 +209,19 @@ class CapiModule(AnsibleModule):
     def errors(self):
         """Turn any engine error raised in the block into one fail_json.
 
-        A CapiError becomes its message (which names the object and field);
+        A CapiError becomes its message (which names the object and field). In check mode a NotFound is
+        what an earlier task of the plan would have created: changed, with a warning, not a failure;
         anything else is a bug: its type and message, plus a traceback when
         Ansible runs with -vvv or ANSIBLE_DEBUG.
         """
         try:
             yield self
+        except NotFound as exc:
+            if not self.check_mode:
+                self.fail(str(exc), error=type(exc).__name__)
+            # A plan: what this task works on is what an earlier task of the same check run only predicted.
+            self.warn(f"check mode: {exc}; an earlier task would create it, so this one would act on it then")
+            self.exit(True, msg=f"would act once it exists: {exc}", check_mode_missing=str(exc))
         except CapiError as exc:
             self.fail(str(exc), error=type(exc).__name__)
         except Exception as exc:  # pylint: disable=broad-exception-caught

@@ -111,7 +111,7 @@ class ClusterManager:
     def step(self, name: str, ns: str, check: bool = False) -> Step:
         mc = refs.get_or_none(self.store, KIND, name, ns)
         if mc is None:
-            raise Invalid(f'MaasCluster "{name}" not found', obj=f"MaasCluster {ns}/{name}")
+            raise NotFound(f'MaasCluster "{name}" not found', obj=f"MaasCluster {ns}/{name}")
         validate(mc)
         cluster = owner_cluster(self.store, mc)
         if meta.is_deleting(mc):
@@ -229,7 +229,7 @@ def reconcile(
 
     before = refs.get_or_none(mgr.store, KIND, name, ns)
     if before is None:
-        raise Invalid(f'MaasCluster "{name}" not found', obj=f"MaasCluster {ns}/{name}")
+        raise NotFound(f'MaasCluster "{name}" not found', obj=f"MaasCluster {ns}/{name}")
 
     def one(_key):
         s = mgr.step(name, ns, check=check)

@@ -89,7 +89,7 @@ def reconcile_dns(
     if maas_cluster is None:
         cluster = refs.get_or_none(store, "Cluster", cluster_name, ns)
         if cluster is None:
-            raise Requeue(f"waiting for Cluster {ns}/{cluster_name}", after=10)
+            raise NotFound(f'Cluster "{cluster_name}" not found', obj=f"Cluster {ns}/{cluster_name}")
         maas_cluster = refs.get_ref(store, (cluster.get("spec") or {}).get("infrastructureRef"), ns)
     fqdn = dns_name(maas_cluster)
     if not fqdn:

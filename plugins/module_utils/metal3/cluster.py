@@ -101,7 +101,7 @@ def machines_left(store, cluster_name: str, ns: str) -> list[str]:
 def reconcile(store, name: str, ns: str, *, check: bool = False, clock=None) -> Step:
     m3c = refs.get_or_none(store, KIND, name, ns)
     if m3c is None:
-        raise Invalid(f'Metal3Cluster "{name}" not found', obj=f"Metal3Cluster {ns}/{name}")
+        raise NotFound(f'Metal3Cluster "{name}" not found', obj=f"Metal3Cluster {ns}/{name}")
     if meta.is_deleting(m3c):
         return delete_step(store, m3c, check=check, clock=clock)
     after = default(m3c)

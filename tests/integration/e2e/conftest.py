@@ -72,15 +72,18 @@ class E2E:
         self.inventory = str(inv)
         self.env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"))
 
-    def argv(self, playbook: str, extra: dict | None = None) -> list[str]:
+    def argv(self, playbook: str, extra: dict | None = None, check: bool = False) -> list[str]:
         argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", self.inventory]
+        if check:
+            argv.append("--check")
         argv += [str(REPO / "playbooks" / playbook), "-e", json.dumps({"ansible_python_interpreter": sys.executable})]
         if extra:
             argv += ["-e", json.dumps(extra)]
         return argv
 
-    def play(self, playbook: str, extra: dict | None = None, expect_ok: bool = True) -> Run:
-        proc = subprocess.run(self.argv(playbook, extra), cwd=REPO, env=self.env, capture_output=True, text=True)
+    def play(self, playbook: str, extra: dict | None = None, expect_ok: bool = True, check: bool = False) -> Run:
+        argv = self.argv(playbook, extra, check)
+        proc = subprocess.run(argv, cwd=REPO, env=self.env, capture_output=True, text=True)
         run = Run(proc)
         (self.tmp / f"{playbook}-{time.time():.0f}.log").write_text(run.out)
         if expect_ok:

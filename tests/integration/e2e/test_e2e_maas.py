@@ -83,11 +83,22 @@ def test_maas_provision_rerun_scale_kill_deprovision(e2e_lab, tmp_path):
     maas = e2e_lab.info["maas"]
     e = E2E(e2e_lab, tmp_path, "maas", desc, {"capi_maas_url": maas["url"], "capi_maas_api_key": maas["api_key"]})
     try:
+        # the plan (check mode) of a cluster that does not exist yet: changes foreseen, nothing written or taken
+        plan = e.play("provision_cluster.yml", check=True)
+        assert plan.changed > 0 and "check mode:" in plan.out, plan.out[-6000:]
+        s = e.store()
+        try:
+            assert s.list("Cluster", e.ns) == [] and s.list("Machine", e.ns) == [] and s.list("Secret", e.ns) == []
+        finally:
+            s.close()
+        assert all(m["status_name"] == "Ready" for m in _sim(control, tag).values())
+
         e.play("provision_cluster.yml")
         before = _converged(e, control, tag, workers=1)
 
         again = e.play("provision_cluster.yml")
         assert again.changed == 0, again.out[-6000:]
+        assert e.play("provision_cluster.yml", check=True).changed == 0  # and its plan is empty
         assert set(e.machines()) == set(before)
 
         e.play("scale_cluster.yml", {"capi_worker_replicas": {"md-0": 2}})

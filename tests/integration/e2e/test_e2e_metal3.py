@@ -106,6 +106,16 @@ def test_metal3_provision_rerun_scale_kill_deprovision(e2e_lab, ironic_inventory
     driver = {"ironic_url": inv["ironic"]["url"], "boot_iso": inv["images"]["boot_iso"], "poll": 1}
     e = E2E(e2e_lab, tmp_path, "metal3", desc, {"capi_host_driver_options": driver, "capi_no_log_hosts": False})
     try:
+        # the plan (check mode) of a new cluster: changes foreseen, nothing written, no Ironic node registered
+        plan = e.play("provision_cluster.yml", check=True)
+        assert plan.changed > 0 and "check mode:" in plan.out, plan.out[-6000:]
+        s = e.store()
+        try:
+            assert s.list("Cluster", e.ns) == [] and s.list("BareMetalHost", e.ns) == []
+        finally:
+            s.close()
+        assert _ironic(e, inv) == {}
+
         first = e.play("provision_cluster.yml")
         assert "Machines of" in first.out and "NODE READY" in first.out  # the progress callback's table
         before = _converged(e, inv, workers=1)
@@ -121,6 +131,7 @@ def test_metal3_provision_rerun_scale_kill_deprovision(e2e_lab, ironic_inventory
 
         again = e.play("provision_cluster.yml")
         assert again.changed == 0, again.out[-6000:]
+        assert e.play("provision_cluster.yml", check=True).changed == 0  # and its plan is empty
         assert set(e.machines()) == set(before)
 
         # scale up: exactly one new worker; nothing else replaced

@@ -54,6 +54,18 @@ def test_errors_fail_once_without_secrets(capsys, tmp_path):
     assert "never-shown" not in json.dumps(result)
 
 
+def test_in_check_mode_a_missing_object_is_what_an_earlier_task_would_create(capsys, tmp_path):
+    def engine():
+        raise NotFound('clusters "c1" not found', obj="Cluster default/c1")
+
+    args = {"store": {"path": str(tmp_path / "s.db")}, "_ansible_check_mode": True}
+    with patch_module_args(args):
+        result = finish(capsys, lambda: CapiModule(argument_spec={}, supports_check_mode=True).run(engine))
+    assert not result.get("failed") and result["changed"] is True
+    assert result["check_mode_missing"] == 'Cluster default/c1: clusters "c1" not found'
+    assert "check mode: Cluster default/c1" in json.dumps(result["warnings"])
+
+
 def test_unexpected_exception_is_one_failure(capsys, tmp_path):
     def buggy():
         return {}["missing"]
