@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_register
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_actions
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic import IronicDriver
 
 pytestmark = pytest.mark.timeout(900)
@@ -169,8 +169,8 @@ def test_ironic_endpoint_from_clouds_yaml_as_awx_sets_it(hostlab):
 
 
 def test_a_provide_another_runner_already_did_is_read_again(hostlab, monkeypatch):
-    """The node is read, then another runner provides it, then this step asks for provide too: real Ironic
-    answers 400 (InvalidStateRequested); the step says so and reads the node again, the next one deploys."""
+    """Between this step's read of the node and its provide, another runner provides it: real Ironic answers
+    400 (InvalidStateRequested); the step says so and reads the node again, the next ones deploy."""
     hl = hostlab
     hl.play([{"baremetal.capi.baremetalhost": {"hosts": [fake_entry(hl, 7)], "wait": True}}])
     hl.secret("fake-7-userdata", userData="#cloud-config\n")
@@ -181,28 +181,27 @@ def test_a_provide_another_runner_already_did_is_read_again(hostlab, monkeypatch
         consumerRef={"kind": "Metal3Machine", "name": "m7", "namespace": hl.ns},
     )
     hl.store.update(bmh)
-    stale = hl.node("fake-7")
-    assert stale.provision_state == "manageable"
-    hl.conn.baremetal.set_node_provision_state(stale, "provide", wait=True, timeout=120)  # the other runner
+    assert hl.node("fake-7").provision_state == "manageable"
 
-    reads = []
-    real_find = ironic_register.find_node
+    raced = []
+    real_check = ironic_actions.before_state_change
 
-    def find_node(ctx):  # this step read the node before the other runner's provide
-        reads.append(ctx.name)
-        return stale if len(reads) == 1 else real_find(ctx)
+    def before_state_change(ctx):  # the race window: after the read, before the state change
+        if not raced and ctx.node.provision_state == "manageable":
+            hl.conn.baremetal.set_node_provision_state(ctx.node.id, "provide", wait=True, timeout=120)
+            raced.append(ctx.node.id)
+        return real_check(ctx)
 
-    monkeypatch.setattr(ironic_register, "find_node", find_node)
+    monkeypatch.setattr(ironic_actions, "before_state_change", before_state_change)
     driver = IronicDriver(ironic_url=hl.inv["ironic"]["url"], poll=1, boot_iso=hl.inv["images"]["boot_iso"])
     try:
         step = driver.reconcile(hl.store, hl.bmh("fake-7"))
-        assert not step.failed and "changed state meanwhile" in step.message, step.message
+        assert raced and "changed state meanwhile" in step.message, step.message  # not an error: read again
         assert hl.bmh("fake-7")["status"]["provisioning"]["state"] == "provisioning"
         deadline = time.monotonic() + 120
         while not step.done and time.monotonic() < deadline:
             time.sleep(1)
             step = driver.reconcile(hl.store, hl.bmh("fake-7"))
-            assert not step.failed, step.message
     finally:
         driver.close()
     assert step.done, step.message

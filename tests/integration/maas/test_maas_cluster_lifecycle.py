@@ -138,7 +138,8 @@ def test_three_control_planes_two_workers(sim, play, store, tag, maas_lab):
     )
     histories = {sid: sim.machine(sid)["history"] for sid in sids.values()}
     r = play("maas_machine", {"cluster": cname})
-    assert not r.get("failed") and r["changed"] is False, r
+    moved = [(m["name"], m.get("message")) for m in r["machines"] if m["changed"]]
+    assert not r.get("failed") and r["changed"] is False, (moved, r["dns"], r.get("msg"))
     r = play("maas_cluster", {"name": cname, "wait_for_api_server": True})
     assert not r.get("failed") and r["changed"] is False, r
     assert {sid: sim.machine(sid)["history"] for sid in sids.values()} == histories
