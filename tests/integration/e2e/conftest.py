@@ -118,8 +118,8 @@ class E2E:
         finally:
             s.close()
 
-    def workload_nodes(self) -> dict[str, dict]:
-        from kubernetes import client as k8s
+    def workload_api(self):
+        """A kubernetes ApiClient of the cluster's workload API server (the node simulator's)."""
         from kubernetes import config as kconfig
 
         if self.provider == "maas":
@@ -132,7 +132,12 @@ class E2E:
                 text = base64.b64decode(s.get("Secret", f"{self.name}-kubeconfig", self.ns)["data"]["value"]).decode()
             finally:
                 s.close()
-        api = k8s.CoreV1Api(kconfig.new_client_from_config_dict(yaml.safe_load(text)))
+        return kconfig.new_client_from_config_dict(yaml.safe_load(text))
+
+    def workload_nodes(self) -> dict[str, dict]:
+        from kubernetes import client as k8s
+
+        api = k8s.CoreV1Api(self.workload_api())
         out = {}
         for n in api.list_node().items:
             ready = next((c.status for c in n.status.conditions or [] if c.type == "Ready"), None)

@@ -13,6 +13,7 @@ import random
 
 import openstack
 import pytest
+from kubernetes import client as k8s
 
 from .conftest import E2E, free_endpoint, new_names
 
@@ -54,6 +55,30 @@ def _description(name: str, ns: str, endpoint: str, inv: dict, octet: int) -> di
         # the user's own user data around what CABPK renders (cluster_machines renders it in its rounds)
         "kubeadm": {"user_data_template": "$kubeadm_user_data\n# baremetal.capi e2e: $role $namespace/$machine\n"},
     }  # fmt: skip
+
+
+APPS = "apps"
+
+
+def cp_names(machines: dict[str, dict]) -> set[str]:
+    return {n for n, m in machines.items() if "cluster.x-k8s.io/control-plane" in m["metadata"]["labels"]}
+
+
+def _running_pod(core, name: str, node: str) -> None:
+    """A Pod bound to the Node, Running and Ready (the test plays its kubelet), guarded by the "guard" budget."""
+    for create, body in (
+        (core.create_namespace, {"metadata": {"name": APPS}}),
+        (lambda b: core.create_namespaced_service_account(APPS, b), {"metadata": {"name": "default"}}),
+    ):
+        try:
+            create(body)
+        except k8s.ApiException as exc:
+            if exc.status != 409:
+                raise
+    spec = {"nodeName": node, "terminationGracePeriodSeconds": 0, "containers": [{"name": "app", "image": "app"}]}
+    core.create_namespaced_pod(APPS, {"metadata": {"name": name, "labels": {"app": "guarded"}}, "spec": spec})
+    running = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    core.patch_namespaced_pod_status(name, APPS, {"status": running})
 
 
 def _ironic(e: E2E, inv: dict) -> dict[str, str]:
@@ -139,12 +164,18 @@ def test_metal3_provision_rerun_scale_kill_deprovision(e2e_lab, ironic_inventory
         up = _converged(e, inv, workers=2)
         assert set(before) < set(up) and len(set(up) - set(before)) == 1
 
-        # back to the description: exactly one worker goes, the control plane stays
+        # back to the description: exactly one worker goes, the control plane stays; its Node is drained first
+        core = k8s.CoreV1Api(e.workload_api())
+        workers = {n: m["status"]["nodeRef"]["name"] for n, m in up.items() if n not in cp_names(up)}
+        for node in workers.values():
+            _running_pod(core, f"app-{node}", node)
         e.play("provision_cluster.yml")
         down = _converged(e, inv, workers=1)
         assert set(down) < set(up) and len(set(up) - set(down)) == 1
-        cp = {n for n, m in up.items() if "cluster.x-k8s.io/control-plane" in m["metadata"]["labels"]}
-        assert cp <= set(down)
+        (gone,) = set(up) - set(down)
+        pods = {p.metadata.name for p in core.list_namespaced_pod(APPS).items}
+        assert pods == {f"app-{node}" for m, node in workers.items() if m != gone}, pods  # evicted, the other stays
+        assert cp_names(up) <= set(down)
 
         # kill -9 in the middle of a scale-up, then run again: converged, nothing leaked
         outcome = e.play_killed("scale_cluster.yml", {"capi_worker_replicas": {"md-0": 2}}, random.uniform(4, 30))
@@ -154,7 +185,14 @@ def test_metal3_provision_rerun_scale_kill_deprovision(e2e_lab, ironic_inventory
         _converged(e, inv, workers=1)
         print(f"kill -9: {outcome}")
 
-        # deprovision: every host back, every address released
+        # deprovision: every host back, every address released; a budget allowing no disruption does not hold
+        # it up (no Node is drained while the whole cluster goes, as in Cluster API)
+        for n, m in e.machines().items():
+            _running_pod(core, f"kept-{n}", m["status"]["nodeRef"]["name"])
+        guard = {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "guarded"}}}
+        k8s.PolicyV1Api(e.workload_api()).create_namespaced_pod_disruption_budget(
+            APPS, {"metadata": {"name": "guard"}, "spec": guard}
+        )
         e.play("deprovision_cluster.yml")
         s = e.store()
         try:
