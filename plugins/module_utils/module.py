@@ -199,6 +199,27 @@ class CapiModule(AnsibleModule):
         self.close_store()
         self.exit_json(changed=bool(changed), **result)
 
+    def exit_results(self, results, key: str, noun: str, wait: bool) -> None:
+        """Exit with one dict per runner.Result under ``key`` (a traceback only with -vvv).
+
+        Fails when one failed or, with ``wait`` outside check mode, one is not done yet; the message names each.
+        """
+        items = [r.as_dict() for r in results]
+        if self._verbosity < 3:
+            for item in items:
+                item.pop("traceback", None)
+        changed = any(r.changed for r in results)
+        failed = [r for r in results if r.failed]
+        waiting = [r for r in results if not r.done and not r.failed] if wait and not self.check_mode else []
+        if failed or waiting:
+            lines = [f"{r.key}: {r.message}" for r in failed + waiting]
+            self.fail(
+                f"{len(failed)} {noun}(s) failed, {len(waiting)} not done: " + "; ".join(lines),
+                changed=changed,
+                **{key: items},
+            )
+        self.exit(changed=changed, **{key: items})
+
     def fail(self, msg: str, **result):
         self.close_store()
         self.fail_json(msg=msg, **{k: mask(v) for k, v in result.items()})

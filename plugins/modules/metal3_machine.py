@@ -225,21 +225,7 @@ def main():
             )
         finally:
             driver.close()
-        machines = [r.as_dict() for r in results]
-        if module._verbosity < 3:
-            for m in machines:
-                m.pop("traceback", None)
-        changed = any(r.changed for r in results)
-        failed = [r for r in results if r.failed]
-        waiting = [r for r in results if not r.done and not r.failed] if p["wait"] and not module.check_mode else []
-        if failed or waiting:
-            lines = [f"{r.key}: {r.message}" for r in failed + waiting]
-            module.fail(
-                f"{len(failed)} machine(s) failed, {len(waiting)} not done: " + "; ".join(lines),
-                changed=changed,
-                machines=machines,
-            )
-        module.exit(changed=changed, machines=machines)
+        module.exit_results(results, "machines", "machine", p["wait"])
 
 
 def _exists(store, key) -> bool:

@@ -160,20 +160,18 @@ class Converger:
         self.kubeconfig = kubeconfig
         self.user_data_template = user_data_template
 
-    def _workload(self):
-        """The workload client through the module's kubeconfig, else None (the Secret's, as the Machine finds)."""
-        if not self.kubeconfig:
-            return None
+    def _client(self):
+        """The workload client (the module's kubeconfig, else the Secret's), or None while there is none."""
         try:
             return wl.client_for(self.store, self.cluster_name, self.ns, self.kubeconfig)
         except (CapiError, NotFound):
             return None
 
     def _nodes(self) -> dict | None:
+        client = self._client()
         try:
-            client = wl.client_for(self.store, self.cluster_name, self.ns, self.kubeconfig)
-            return {meta.name(n): n for n in client.list_nodes()}
-        except (CapiError, NotFound):
+            return {meta.name(n): n for n in client.list_nodes()} if client is not None else None
+        except CapiError:
             return None
 
     def round(self, check: bool = False) -> dict:
@@ -219,7 +217,7 @@ class Converger:
             if meta.is_deleting(machine):
                 if infra.get("name") and refs.get_ref(store, infra, ns) is not None:
                     return self.manager.step(infra["name"], ns, check=check)
-                return capi_machine.reconcile_delete(store, machine, workload=self._workload(), check=check)
+                return capi_machine.reconcile_delete(store, machine, workload=self._client(), check=check)
             if infra.get("kind") != self.infra_kind or not infra.get("name"):
                 return runner.Step(done=True, message=f"{name}: infrastructure {infra.get('kind')} is not ours")
             return self.manager.step(infra["name"], ns, check=check)

@@ -342,32 +342,31 @@ def deletion_timed_out(machine: dict, clock=None) -> bool:
 def reconcile_delete(store, machine: dict, *, workload=None, clock=None, check: bool = False) -> Step:
     """One step of §2.4.  ``done`` once the Machine is gone.
 
-    Hooks, then (when the Node may be deleted) the drain and the wait for volumes (capi.drain), then the
-    infrastructure machine and bootstrap config, then the Node, as steps 2-8 do.
+    Pre-drain hooks; then, when the Node may be deleted, the drain and the wait for volumes (capi.drain) while the
+    infrastructure machine is still there; pre-terminate hooks; the infrastructure machine and bootstrap config;
+    the Node; the finalizer - as steps 2-8 do.
     """
     ns = meta.namespace(machine)
     after = copy.deepcopy(machine)
-    changed = conditions.set_condition(after, names.DELETING, True, names.DELETING_REASON, clock=clock)
-    changed |= apply_phase(after, clock=clock)
+    conditions.set_condition(after, names.DELETING, True, names.DELETING_REASON, clock=clock)
+    apply_phase(after, clock=clock)
 
     def progress(message: str, after_s: float = 2) -> Step:
+        changed = after != machine
         if changed and not check:
             refs.write(store, machine, after)
         return Step(done=False, changed=changed, message=message, requeue_after=after_s)
+
+    def hooks(prefix: str) -> list[str]:
+        return sorted(k for k in meta.annotations(machine) if k.startswith(prefix))
 
     cluster = refs.get_or_none(store, "Cluster", machine["spec"]["clusterName"], ns)
     allowed, why = refs.node_deletion_allowed(store, machine, cluster)
     node_name = ((machine.get("status") or {}).get("nodeRef") or {}).get("name")
     infra_ref = machine["spec"].get("infrastructureRef")
-    for prefix in (names.PRE_DRAIN_HOOK_PREFIX, names.PRE_TERMINATE_HOOK_PREFIX):
-        hooks = sorted(k for k in meta.annotations(machine) if k.startswith(prefix))
-        if hooks:
-            return progress(f"waiting for hook(s) {', '.join(hooks)}")
-        if prefix != names.PRE_DRAIN_HOOK_PREFIX or not (allowed and node_name) or check:
-            continue
-        # drain, then volumes (§2.4 steps 3-4), while the infrastructure machine is still there
-        if refs.get_ref(store, infra_ref, ns) is None:
-            continue
+    if hooks(names.PRE_DRAIN_HOOK_PREFIX):
+        return progress(f"waiting for hook(s) {', '.join(hooks(names.PRE_DRAIN_HOOK_PREFIX))}")
+    if allowed and node_name and not check and refs.get_ref(store, infra_ref, ns) is not None:
         try:
             client = workload_for(store, machine, workload)
             waiting = drain.step(client, machine, after, clock) if client is not None else None
@@ -375,10 +374,10 @@ def reconcile_delete(store, machine: dict, *, workload=None, clock=None, check: 
             waiting = (names.DELETING_DRAINING_NODE_REASON, f"draining Node {node_name}: {exc}")
         if waiting is not None:
             reason, message = waiting
-            changed |= conditions.set_condition(after, names.DELETING, True, reason, message, clock=clock)
-            changed |= after != machine
+            conditions.set_condition(after, names.DELETING, True, reason, message, clock=clock)
             return progress(message, after_s=5)
-        changed |= after != machine
+    if hooks(names.PRE_TERMINATE_HOOK_PREFIX):
+        return progress(f"waiting for hook(s) {', '.join(hooks(names.PRE_TERMINATE_HOOK_PREFIX))}")
     for ref in (infra_ref, (machine["spec"].get("bootstrap") or {}).get("configRef")):
         obj = refs.get_ref(store, ref, ns)
         if obj is None:

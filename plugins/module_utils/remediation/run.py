@@ -103,15 +103,6 @@ def remediate(
     return runner.run(machines, step, wait=wait and not check, timeout=timeout, poll=poll, workers=workers)
 
 
-def report(results: list[runner.Result], debug: bool = False) -> tuple[bool, list[dict], list[runner.Result]]:
-    """(changed, per-machine dicts, results that failed)."""
-    out = [r.as_dict() for r in results]
-    if not debug:
-        for item in out:
-            item.pop("traceback", None)
-    return any(r.changed for r in results), out, [r for r in results if r.failed]
-
-
 def argument_spec(**extra) -> dict:
     """The options of metal3_remediation and maas_remediation, plus the provider's own."""
     spec = dict(
@@ -162,13 +153,4 @@ def run_module(module, target, template: str | None = None) -> None:
         poll=p["wait_sleep"],
         workers=p["workers"],
     )
-    changed, items, failed = report(results, debug=module._verbosity >= 3)
-    waiting = [r for r in results if not r.done and not r.failed] if p["wait"] and not module.check_mode else []
-    if failed or waiting:
-        lines = [f"{r.key}: {r.message}" for r in failed + waiting]
-        module.fail(
-            f"{len(failed)} remediation(s) failed, {len(waiting)} not done: " + "; ".join(lines),
-            changed=changed,
-            remediations=items,
-        )
-    module.exit(changed=changed, remediations=items)
+    module.exit_results(results, "remediations", "remediation", p["wait"])
