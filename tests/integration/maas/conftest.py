@@ -154,15 +154,6 @@ class Play:
 
 
 @pytest.fixture
-def store(tmp_path):
-    from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
-
-    the_store = SqliteStore(str(tmp_path / "state.db"))
-    yield the_store
-    the_store.close()
-
-
-@pytest.fixture
 def play(tmp_path, store, maas_lab):
     return Play(tmp_path, store.path, maas_lab.info["maas"])
 

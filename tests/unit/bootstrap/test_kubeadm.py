@@ -13,7 +13,6 @@ from cryptography.x509.oid import NameOID
 from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import kubeadm, pki
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
-from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
 
 NS = "demo"
 
@@ -33,13 +32,6 @@ class Tokens:
 
     def set_expiration(self, token_id, expiration):
         self.secrets[f"bootstrap-token-{token_id}"]["stringData"]["expiration"] = expiration
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = SqliteStore(str(tmp_path / "state.db"))
-    yield s
-    s.close()
 
 
 def parse_cloud_config(text: str) -> dict:

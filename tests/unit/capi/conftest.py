@@ -1,3 +1,3 @@
 """Fixtures for the Cluster API core tests: a sqlite store, and the lab's kube-apiserver as a workload API."""
 
-from capi_fixtures import store, workload, workload_kubeconfig  # noqa: F401
+from capi_fixtures import workload, workload_kubeconfig  # noqa: F401

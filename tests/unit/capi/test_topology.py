@@ -5,16 +5,8 @@ import pytest
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import topology
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
-from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
 
 NS = "topo"
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = SqliteStore(str(tmp_path / "state.db"))
-    yield s
-    s.close()
 
 
 @pytest.fixture

@@ -11,17 +11,9 @@ import json
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
 from ansible_collections.baremetal.capi.plugins.modules import baremetalhost, baremetalhost_info
 
 PASSWORD = "s3cret-bmc-password"
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = SqliteStore(str(tmp_path / "state.db"))
-    yield s
-    s.close()
 
 
 @pytest.fixture

@@ -6,16 +6,8 @@ import pytest
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_configdrive as cd
-from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
 
 URL = "http://images.example.com/ubuntu.img"
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = SqliteStore(str(tmp_path / "state.db"))
-    yield s
-    s.close()
 
 
 def host(spec=None, name="node-0", ns="ns1", uid="1234-uid"):

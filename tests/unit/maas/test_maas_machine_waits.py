@@ -13,16 +13,8 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import Inval
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import client as maas_client
 from ansible_collections.baremetal.capi.plugins.module_utils.maas.machine import MachineManager
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions
-from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
 
 INFRA = "infrastructure.cluster.x-k8s.io"
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = SqliteStore(str(tmp_path / "state.db"))
-    yield s
-    s.close()
 
 
 @pytest.fixture

@@ -5,4 +5,4 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "capi"))
 
-from capi_fixtures import run, store, workload, workload_kubeconfig  # noqa: E402, F401
+from capi_fixtures import workload, workload_kubeconfig  # noqa: E402, F401

@@ -7,15 +7,7 @@ import pytest
 from ansible_collections.baremetal.capi.plugins.module_utils import objects
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta
-from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
 from ansible_collections.baremetal.capi.plugins.module_utils.webhooks import admit
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = SqliteStore(str(tmp_path / "state.db"))
-    yield s
-    s.close()
 
 
 def write(store, obj):
