@@ -19,7 +19,10 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 from collections.abc import Mapping, Sequence
+
+from ansible_collections.baremetal.capi.plugins.module_utils.store.base import default_sqlite_path
 
 CAPI = "cluster.x-k8s.io"
 INFRA = "infrastructure.cluster.x-k8s.io"
@@ -100,6 +103,10 @@ def names(desc: dict) -> dict:
         "control_plane": f"{cname}-control-plane",
         "machine_deployments": deployments,
         "data_template": (desc.get("data_template") or {}).get("name") or f"{cname}-nodes",
+        # with endpoint_via_maas_dns: the kubeconfig for the DNS record's address, beside the default store
+        "maas_kubeconfig": os.path.join(
+            os.path.dirname(default_sqlite_path()), f"{desc.get('namespace') or 'default'}-{cname}.kubeconfig"
+        ),
     }
 
 

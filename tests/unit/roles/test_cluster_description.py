@@ -64,6 +64,12 @@ def test_metal3_objects_kubelet_args_and_failure_domains():
     assert names["failure_domains"] == [{"name": "a", "controlPlane": False}, {"name": "b", "controlPlane": False}]
 
 
+def test_the_maas_kubeconfig_lives_beside_the_default_store(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    desc = {"name": "c1", "namespace": "ns1", "provider": "maas"}
+    assert cd.names(desc)["maas_kubeconfig"] == str(tmp_path / "baremetal-capi" / "ns1-c1.kubeconfig")
+
+
 def test_a_changed_pool_is_a_new_template_and_the_same_pool_the_same_name():
     a = _by_kind(cd.objects(_metal3(), "machines"))["Metal3MachineTemplate"]
     b = _by_kind(cd.objects(_metal3(), "machines"))["Metal3MachineTemplate"]
