@@ -71,15 +71,22 @@ def store(tmp_path):
 
 
 @pytest.fixture
-def run(capsys, store):
-    """``run(module, args, check=False, diff=False)``: main() in-process as Ansible runs it; the JSON result."""
+def module_store(store) -> dict:
+    """The ``store`` option ``run`` gives modules (a test directory may point it elsewhere)."""
+    return {"path": store.path}
+
+
+@pytest.fixture
+def run(capsys, module_store):
+    """``run(module, args, check=False, diff=False)``: main() in-process as Ansible runs it; the JSON result,
+    with what the module printed in ``_stdout``."""
     import json
 
     from ansible.module_utils.testing import patch_module_args
 
     def _run(module, args: dict, *, check: bool = False, diff: bool = False) -> dict:
         args = dict(args)
-        args.setdefault("store", {"path": store.path})
+        args.setdefault("store", dict(module_store))
         if check:
             args["_ansible_check_mode"] = True
         if diff:
@@ -90,6 +97,7 @@ def run(capsys, store):
         out = capsys.readouterr().out
         result = json.loads(out)
         assert (exited.value.code == 0) == (not result.get("failed")), out
+        result["_stdout"] = out
         return result
 
     return _run

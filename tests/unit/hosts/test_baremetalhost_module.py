@@ -6,10 +6,8 @@
 from __future__ import annotations
 
 import base64
-import json
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.baremetal.capi.plugins.modules import baremetalhost, baremetalhost_info
 
@@ -17,21 +15,8 @@ PASSWORD = "s3cret-bmc-password"
 
 
 @pytest.fixture
-def run(capsys, store):
-    def _run(module, args: dict, check: bool = False) -> dict:
-        args = dict(args)
-        args.setdefault("store", {"path": store.path, "namespace": "lab"})
-        if check:
-            args["_ansible_check_mode"] = True
-        capsys.readouterr()
-        with patch_module_args(args), pytest.raises(SystemExit):
-            module.main()
-        out = capsys.readouterr().out
-        result = json.loads(out)
-        result["_stdout"] = out
-        return result
-
-    return _run
+def module_store(store) -> dict:
+    return {"path": store.path, "namespace": "lab"}
 
 
 def entry(name="node-0", **spec):

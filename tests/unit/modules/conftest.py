@@ -9,12 +9,10 @@ namespaces of its own (``ns``, ``ns2``), removed afterwards, and the module's
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.store.base import open_store
@@ -62,23 +60,6 @@ def ns2(store):
 
 
 @pytest.fixture
-def run(capsys, store_spec, ns):
-    """``run(module, args, check=False, diff=False)``: the module's JSON result (``failed`` set if it failed)."""
-
-    def _run(module, args: dict, *, check: bool = False, diff: bool = False) -> dict:
-        args = dict(args)
-        args.setdefault("store", dict(store_spec, namespace=ns))
-        if check:
-            args["_ansible_check_mode"] = True
-        if diff:
-            args["_ansible_diff"] = True
-        capsys.readouterr()
-        with patch_module_args(args), pytest.raises(SystemExit) as exited:
-            module.main()
-        out = capsys.readouterr().out
-        result = json.loads(out)
-        assert (exited.value.code == 0) == (not result.get("failed")), out
-        result["_stdout"] = out
-        return result
-
-    return _run
+def module_store(store_spec, ns) -> dict:
+    """Modules run on this test's store, in its namespace (``run`` is tests/conftest.py's)."""
+    return dict(store_spec, namespace=ns)
