@@ -179,6 +179,12 @@ class IronicDriver:
             "deploy_ramdisk": deploy_ramdisk,
             "deploy_iso": deploy_iso,
         }
+        # openstacksdk (and requests under it) imported once here, before worker threads import it at the same
+        # time and meet a partially initialised module
+        try:
+            import openstack  # noqa: F401  pylint: disable=unused-import
+        except ImportError:  # conn() reports it when a connection is needed
+            pass
         self._local = threading.local()
         self._conns: list = []
         self._lock = threading.Lock()
