@@ -16,7 +16,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.model import conver
 
 def _registry() -> dict:
     # Imported here: the flows import much, and most writes never need them.
-    from ansible_collections.baremetal.capi.plugins.module_utils.capi import topology
+    from ansible_collections.baremetal.capi.plugins.module_utils.capi import control_plane, deployment
     from ansible_collections.baremetal.capi.plugins.module_utils.maas import cluster as maas_cluster
     from ansible_collections.baremetal.capi.plugins.module_utils.maas import state as maas_state
     from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import cluster as m3_cluster
@@ -48,8 +48,8 @@ def _registry() -> dict:
         "IPClaim.ipam.metal3.io": (None, ipaddr.validate_claim),
         "MaasCluster.infrastructure.cluster.x-k8s.io": (None, plain(maas_cluster.validate)),
         "MaasMachine.infrastructure.cluster.x-k8s.io": (None, plain(maas_state.validate)),
-        "KubeadmControlPlane.controlplane.cluster.x-k8s.io": (None, plain(topology.validate_control_plane)),
-        "MachineDeployment.cluster.x-k8s.io": (None, plain(topology.validate_deployment)),
+        "KubeadmControlPlane.controlplane.cluster.x-k8s.io": (None, plain(control_plane.validate_control_plane)),
+        "MachineDeployment.cluster.x-k8s.io": (None, plain(deployment.validate_deployment)),
     }
 
 

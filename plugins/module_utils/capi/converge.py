@@ -28,8 +28,8 @@ from ansible_collections.baremetal.capi.plugins.module_utils import runner
 from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import kubeadm
 from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap.tokens import WorkloadTokens
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import cluster as capi_cluster
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import control_plane, deployment, refs
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import machine as capi_machine
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs, topology
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Conflict, NotFound, Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
@@ -185,10 +185,10 @@ class Converger:
         kcp = refs.get_ref(store, cp_ref, ns) if cp_ref else None
         controllers = []
         if kcp is not None:
-            controllers.append((kcp, topology.reconcile_control_plane))
+            controllers.append((kcp, control_plane.reconcile_control_plane))
         for md in store.list("MachineDeployment", ns):
             if (md.get("spec") or {}).get("clusterName") == self.cluster_name and not meta.is_deleting(md):
-                controllers.append((md, topology.reconcile_deployment))
+                controllers.append((md, deployment.reconcile_deployment))
         for obj, fn in controllers:
             if not capi_cluster.infrastructure_provisioned(cluster) and not check:
                 topo_done = False

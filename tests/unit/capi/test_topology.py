@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import topology
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import control_plane
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import deployment as md_controller
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
 
@@ -60,7 +61,7 @@ def give_node(store, name):
 
 def test_control_plane_inits_first_then_joins_one_at_a_time(store, cluster):
     k = kcp(store)
-    step = topology.reconcile_control_plane(store, k, cluster)
+    step = control_plane.reconcile_control_plane(store, k, cluster)
     first = step.data["created"]
     assert first.startswith("c1-cp-") and len(first) == len("c1-cp-") + 5
     machine = store.get("Machine", first, NS)
@@ -88,59 +89,59 @@ def test_control_plane_inits_first_then_joins_one_at_a_time(store, cluster):
     config = store.get("KubeadmConfig", first, NS)
     assert config["spec"] == {"initConfiguration": {"a": 1}}
 
-    waiting = topology.reconcile_control_plane(store, k, cluster)
+    waiting = control_plane.reconcile_control_plane(store, k, cluster)
     assert not waiting.changed and "one operation at a time" in waiting.message
 
     give_node(store, first)
-    second = topology.reconcile_control_plane(store, k, cluster).data["created"]
+    second = control_plane.reconcile_control_plane(store, k, cluster).data["created"]
     assert store.get("KubeadmConfig", second, NS)["spec"] == {"joinConfiguration": {"b": 2, "controlPlane": {}}}
     assert store.get("Machine", second, NS)["spec"]["failureDomain"] == "fd-b"
     give_node(store, second)
-    third = topology.reconcile_control_plane(store, k, cluster).data["created"]
+    third = control_plane.reconcile_control_plane(store, k, cluster).data["created"]
     give_node(store, third)
-    done = topology.reconcile_control_plane(store, k, cluster)
+    done = control_plane.reconcile_control_plane(store, k, cluster)
     assert done.done and not done.changed
-    assert len(topology.control_plane_machines(store, k)) == 3
+    assert len(control_plane.control_plane_machines(store, k)) == 3
 
 
 def test_control_plane_scale_down_prefers_marked_then_biggest_domain_oldest(store, cluster):
     k = kcp(store, replicas=3)
     made = []
     for _ in range(3):
-        made.append(topology.reconcile_control_plane(store, k, cluster).data["created"])
+        made.append(control_plane.reconcile_control_plane(store, k, cluster).data["created"])
         give_node(store, made[-1])
     k["spec"]["replicas"] = 1
     k = store.update(k)
     # fd-a holds the first and third machines: the oldest of them goes (ties within a second: by name).
     in_fd_a = [store.get("Machine", n, NS) for n in (made[0], made[2])]
     expected = meta.name(min(in_fd_a, key=lambda m: (m["metadata"]["creationTimestamp"], meta.name(m))))
-    victim = topology.reconcile_control_plane(store, k, cluster).data["deleted"]
+    victim = control_plane.reconcile_control_plane(store, k, cluster).data["deleted"]
     assert victim == expected
     made.remove(victim)
     # The victim has the machine finalizer in real flows; here it is gone at once.
     marked = store.get("Machine", made[1], NS)
     marked["metadata"].setdefault("annotations", {})[names.DELETE_MACHINE_ANNOTATION] = ""
     store.update(marked)
-    assert topology.reconcile_control_plane(store, k, cluster).data["deleted"] == made[1]
-    assert topology.reconcile_control_plane(store, k, cluster).done
+    assert control_plane.reconcile_control_plane(store, k, cluster).data["deleted"] == made[1]
+    assert control_plane.reconcile_control_plane(store, k, cluster).done
 
 
 def test_remediated_control_plane_machine_is_replaced(store, cluster):
     k = kcp(store, replicas=1)
-    first = topology.reconcile_control_plane(store, k, cluster).data["created"]
+    first = control_plane.reconcile_control_plane(store, k, cluster).data["created"]
     give_node(store, first)
     m = store.get("Machine", first, NS)
     conditions.set_condition(m, names.OWNER_REMEDIATED, False, "WaitingForRemediation")
     store.update_status(m)
-    assert topology.reconcile_control_plane(store, k, cluster).data["deleted"] == first
-    replacement = topology.reconcile_control_plane(store, k, cluster).data["created"]
+    assert control_plane.reconcile_control_plane(store, k, cluster).data["deleted"] == first
+    replacement = control_plane.reconcile_control_plane(store, k, cluster).data["created"]
     assert replacement != first
 
 
 def test_even_replicas_with_stacked_etcd_is_refused(store, cluster):
     k = kcp(store, replicas=2)
     with pytest.raises(Invalid, match="spec.replicas: replicas must be odd"):
-        topology.reconcile_control_plane(store, k, cluster)
+        control_plane.reconcile_control_plane(store, k, cluster)
 
 
 def deployment(store, replicas=2, order="Oldest"):
@@ -184,7 +185,7 @@ def deployment(store, replicas=2, order="Oldest"):
 
 def test_deployment_makes_a_machine_set_and_machines_and_scales(store, cluster):
     md = deployment(store, replicas=2)
-    step = topology.reconcile_deployment(store, md, cluster)
+    step = md_controller.reconcile_deployment(store, md, cluster)
     ms_name = step.data["machineSet"]
     assert ms_name.startswith("c1-md-0-")
     created = step.data["created"]
@@ -200,11 +201,11 @@ def test_deployment_makes_a_machine_set_and_machines_and_scales(store, cluster):
     assert store.get("Metal3Machine", created[0], NS)["metadata"]["ownerReferences"][0]["kind"] == "MachineSet"
     for n in created:
         give_node(store, n)
-    assert topology.reconcile_deployment(store, md, cluster).done
+    assert md_controller.reconcile_deployment(store, md, cluster).done
 
     md["spec"]["replicas"] = 3
     md = store.update(md)
-    grown = topology.reconcile_deployment(store, md, cluster)
+    grown = md_controller.reconcile_deployment(store, md, cluster)
     assert len(grown.data["created"]) == 1 and grown.data["machineSet"] == ms_name
     give_node(store, grown.data["created"][0])
 
@@ -213,27 +214,27 @@ def test_deployment_makes_a_machine_set_and_machines_and_scales(store, cluster):
     # Oldest first: the two created first go (ties broken by name within one timestamp second).
     stamps = {n: store.get("Machine", n, NS)["metadata"]["creationTimestamp"] for n in created + grown.data["created"]}
     oldest = sorted(stamps, key=lambda n: (stamps[n], n))
-    shrunk = topology.reconcile_deployment(store, md, cluster)
+    shrunk = md_controller.reconcile_deployment(store, md, cluster)
     assert sorted(shrunk.data["deleted"]) == sorted(oldest[:2])
 
 
 def test_machine_without_node_goes_first_on_scale_down(store, cluster):
     md = deployment(store, replicas=2, order="Random")
-    created = topology.reconcile_deployment(store, md, cluster).data["created"]
+    created = md_controller.reconcile_deployment(store, md, cluster).data["created"]
     give_node(store, created[1])
     md["spec"]["replicas"] = 1
     md = store.update(md)
-    assert topology.reconcile_deployment(store, md, cluster).data["deleted"] == [created[0]]
+    assert md_controller.reconcile_deployment(store, md, cluster).data["deleted"] == [created[0]]
 
 
 def test_template_change_rolls_to_a_new_machine_set(store, cluster):
     md = deployment(store, replicas=1)
-    first = topology.reconcile_deployment(store, md, cluster)
+    first = md_controller.reconcile_deployment(store, md, cluster)
     give_node(store, first.data["created"][0])
     m3mt(store, "tmpl-v2")
     md["spec"]["template"]["spec"]["infrastructureRef"]["name"] = "tmpl-v2"
     md = store.update(md)
-    step = topology.reconcile_deployment(store, md, cluster)
+    step = md_controller.reconcile_deployment(store, md, cluster)
     assert step.data["machineSet"] != first.data["machineSet"]
     new_machine = step.data["created"][0]
     assert (
@@ -243,7 +244,7 @@ def test_template_change_rolls_to_a_new_machine_set(store, cluster):
     give_node(store, new_machine)
     # The old set shrinks only once the new machine has its Node, then goes away.
     for _ in range(4):
-        step = topology.reconcile_deployment(store, md, cluster)
+        step = md_controller.reconcile_deployment(store, md, cluster)
     sets = store.list("MachineSet", NS)
     assert [meta.name(s) for s in sets] == [step.data["machineSet"]]
     assert [meta.name(m) for m in store.list("Machine", NS)] == [new_machine]
@@ -253,6 +254,6 @@ def test_template_change_rolls_to_a_new_machine_set(store, cluster):
 def test_check_mode_creates_nothing(store, cluster):
     k = kcp(store)
     md = deployment(store)
-    assert topology.reconcile_control_plane(store, k, cluster, check=True).changed
-    assert topology.reconcile_deployment(store, md, cluster, check=True).changed
+    assert control_plane.reconcile_control_plane(store, k, cluster, check=True).changed
+    assert md_controller.reconcile_deployment(store, md, cluster, check=True).changed
     assert store.list("Machine", NS) == [] and store.list("MachineSet", NS) == []
