@@ -72,6 +72,18 @@ def _kcp_victim(machines: list[dict]) -> dict:
     return sorted(biggest, key=age_key)[0]
 
 
+def _delete(store, victim: dict, message: str, data: dict, check: bool) -> Step:
+    """Delete one control-plane Machine (KCP's one operation per step) and say so."""
+    if not check:
+        store.delete("Machine", meta.name(victim), meta.namespace(victim))
+    return Step(
+        changed=True,
+        message=message.format(meta.name(victim)),
+        requeue_after=2,
+        data={**data, "deleted": meta.name(victim)},
+    )
+
+
 def reconcile_control_plane(store, kcp: dict, cluster: dict, *, check: bool = False) -> Step:
     """One KCP step: create, or delete, at most one Machine."""
     validate_control_plane(kcp)
@@ -100,25 +112,9 @@ def reconcile_control_plane(store, kcp: dict, cluster: dict, *, check: bool = Fa
         )
     remediate = [m for m in live if remediation_requested(m)]
     if remediate:
-        victim = sorted(remediate, key=age_key)[0]
-        if not check:
-            store.delete("Machine", meta.name(victim), ns)
-        return Step(
-            changed=True,
-            message=f"deleting {meta.name(victim)} for remediation",
-            requeue_after=2,
-            data={**data, "deleted": meta.name(victim)},
-        )
+        return _delete(store, sorted(remediate, key=age_key)[0], "deleting {} for remediation", data, check)
     if len(live) > replicas:
-        victim = _kcp_victim(live)
-        if not check:
-            store.delete("Machine", meta.name(victim), ns)
-        return Step(
-            changed=True,
-            message=f"scaling down: deleting {meta.name(victim)}",
-            requeue_after=2,
-            data={**data, "deleted": meta.name(victim)},
-        )
+        return _delete(store, _kcp_victim(live), "scaling down: deleting {}", data, check)
     if len(live) < replicas:
         if live and ready < len(live):
             return Step(
