@@ -9,7 +9,7 @@ PYTEST := $(PY) -m pytest
 # `make integration` runs them again against the lab's real kube-apiserver.
 export BMCAPI_STORES ?= sqlite
 
-.PHONY: help venv test lint sanity unit integration e2e molecule demo lab-up lab-down lab-status lab-reset bench clean
+.PHONY: help venv test lint sanity unit integration e2e lifecycle molecule demo lab-up lab-down lab-status lab-reset bench clean
 
 help:
 	@echo "make demo   - bring up the lab and provision a cluster on each provider"
@@ -52,6 +52,9 @@ integration: venv
 e2e: venv
 	$(PYTEST) -p no:cacheprovider tests/integration/e2e tests/integration/awx/test_awx_cluster_jobs.py -q -rs
 
+lifecycle: venv
+	$(PYTEST) -p no:cacheprovider tests/integration/lifecycle -q -rs
+
 molecule: venv
 	$(PYTEST) -p no:cacheprovider tests/integration/molecule -q -rs
 
@@ -70,8 +73,9 @@ lab-reset: venv
 demo: venv
 	$(PY) -m lab.demo
 
+# One table, ours / floor / ratio (bench/table.py; needs `python -m lab up`). The bench_*.py scripts run alone.
 bench: venv
-	@set -e; for b in bench/bench_*.py; do [ -e "$$b" ] || continue; echo "== $$b"; $(PY) "$$b"; done
+	nice -n 10 $(PY) bench/table.py
 
 clean:
 	rm -rf build tests/output .pytest_cache .ruff_cache

@@ -4,6 +4,12 @@ One lab per work tree (``<repo>/.lab`` unless ``BMCAPI_LAB_DIR`` says
 otherwise); downloads and builds that do not depend on the work tree (the
 Go-built Kubernetes binaries, the Ironic venv) are cached under the user's
 cache dir so a second clone does not pay for them again.
+
+Ports: the defaults below, or, with a base port, ``base + offset`` for each
+service (``Ports.from_base``). The base comes from ``BMCAPI_LAB_PORT_BASE`` and
+is remembered in the lab dir (``<lab>/port-base``), so every later command on
+that lab dir uses the same ports without the variable: two labs (two clones,
+or CI beside a developer) run side by side with two bases.
 """
 
 from __future__ import annotations
@@ -34,6 +40,14 @@ class Ports:
     maas: int = 25240
     node_simulator: int = 25300
 
+    @classmethod
+    def from_base(cls, base: int) -> Ports:
+        """Every port at ``base + its index`` in the field order (11 consecutive ports)."""
+        names = [f for f in cls.__dataclass_fields__]
+        if not 1024 <= base <= 65535 - len(names):
+            raise ValueError(f"BMCAPI_LAB_PORT_BASE {base}: between 1024 and {65535 - len(names)}")
+        return cls(**{name: base + i for i, name in enumerate(names)})
+
 
 @dataclass(frozen=True)
 class LabConfig:
@@ -62,7 +76,26 @@ class LabConfig:
             path.mkdir(parents=True, exist_ok=True)
 
 
+PORT_BASE_FILE = "port-base"
+
+
+def _ports(root: Path) -> Ports:
+    remembered = root / PORT_BASE_FILE
+    given = os.environ.get("BMCAPI_LAB_PORT_BASE", "").strip()
+    if given:
+        base = int(given)
+        ports = Ports.from_base(base)
+        root.mkdir(parents=True, exist_ok=True)
+        if not remembered.exists() or remembered.read_text().strip() != str(base):
+            remembered.write_text(f"{base}\n")
+        return ports
+    if remembered.exists():
+        return Ports.from_base(int(remembered.read_text().strip()))
+    return Ports()
+
+
 def load() -> LabConfig:
-    cfg = LabConfig()
+    root = Path(os.environ.get("BMCAPI_LAB_DIR", REPO / ".lab"))
+    cfg = LabConfig(root=root, ports=_ports(root))
     cfg.ensure()
     return cfg

@@ -26,6 +26,9 @@ if ! "$PY" -m lab status >/dev/null 2>&1; then
 fi
 "$PY" -m lab up || exit 1
 "$PY" -m lab status || exit 1
+# kubeadm from the lab's k8s.io/kubernetes module (cached after the first build): tests/integration/bootstrap
+# validates every kubeadm configuration the collection renders with it.
+"$PY" -m lab.kube_build.build --kubeadm >/dev/null || exit 1
 
 rc=0
 BMCAPI_STORES=kubernetes "$PY" -m pytest -p no:cacheprovider tests/unit/store -v -rs || rc=1
@@ -36,9 +39,14 @@ REDFISH=(tests/integration/hosts tests/integration/lab_ironic tests/integration/
 # The user's whole flows: provision/scale/deprovision_cluster.yml end to end, make demo, the AWX cluster job
 # templates through ansible-runner, the molecule scenarios. They run after the other tests, beside the
 # Redfish group (fake-hardware hosts and the MAAS simulator only).
-E2E=(tests/integration/e2e tests/integration/awx/test_awx_cluster_jobs.py tests/integration/molecule)
+# The whole control-plane upgrade on the lab (tests/integration/lifecycle/test_upgrade_metal3.py) runs with
+# `make lifecycle`: it has not yet passed end to end and takes too long for this run (see docs/lab.md).
+E2E=(tests/integration/e2e tests/integration/lifecycle/test_etcd_client.py
+     tests/integration/lifecycle/test_kcp_etcd_members.py tests/integration/awx/test_awx_cluster_jobs.py
+     tests/integration/molecule)
 IGNORE=()
 for path in "${REDFISH[@]}" "${E2E[@]}"; do IGNORE+=(--ignore="$path"); done
+IGNORE+=(--ignore=tests/integration/lifecycle)
 
 "$PY" -m pytest -p no:cacheprovider "${REDFISH[@]}" -q -rs --durations=15 >"$OUT/redfish.log" 2>&1 &
 redfish=$!

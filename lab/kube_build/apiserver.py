@@ -2,7 +2,7 @@
 
 Used by the lab service "kube" (lab/services/kube.py) for the management
 cluster, and by the node simulator for each workload cluster's own API server
-(another kube-apiserver on the same etcd under its own ``--etcd-prefix``).
+(another kube-apiserver, on that cluster's own etcd members).
 """
 
 from __future__ import annotations
@@ -158,6 +158,9 @@ def start_apiserver(
     extra_tokens: dict[str, tuple[str, str]] | None = None,
     service_cluster_ip_range: str = "10.96.0.0/12",
     timeout: float = 120.0,
+    etcd_servers: str | None = None,
+    etcd_tls: tuple[Path, Path, Path] | None = None,
+    wait_ready: bool = True,
 ) -> dict:
     """Start a kube-apiserver on the lab's etcd (which must be up) as lab process ``name``.
 
@@ -168,6 +171,11 @@ def start_apiserver(
     Secret), generated when not given.  ``extra_tokens`` maps a token to
     (user, group).  Returns server, token, the CA file, a kubeconfig path and
     the version it reports.
+
+    ``etcd_servers`` (with ``etcd_tls``: CA, client certificate and key
+    files) points it at another etcd than the lab's; ``wait_ready=False``
+    returns once it listens instead of once ``/readyz`` answers (an etcd
+    without quorum keeps it unready for as long as that lasts).
 
     An API server already running under ``name`` is left as it is.
     """
@@ -182,7 +190,7 @@ def start_apiserver(
     server = f"https://{bind_address}:{port}"
     argv = [
         str(bins / "kube-apiserver"),
-        f"--etcd-servers={etcd_url(cfg)}",
+        f"--etcd-servers={etcd_servers or etcd_url(cfg)}",
         f"--etcd-prefix={etcd_prefix}",
         f"--bind-address={bind_address}",
         f"--advertise-address={bind_address}",
@@ -206,6 +214,8 @@ def start_apiserver(
         "--endpoint-reconciler-type=none",
         "--profiling=false",
     ]
+    if etcd_tls:
+        argv += [f"--etcd-cafile={etcd_tls[0]}", f"--etcd-certfile={etcd_tls[1]}", f"--etcd-keyfile={etcd_tls[2]}"]
 
     def ready() -> bool:
         return process.http_ok(
@@ -214,15 +224,18 @@ def start_apiserver(
             headers={"Authorization": f"Bearer {admin_token}"},
         )
 
+    def listening() -> bool:
+        return process.port_open(bind_address, port)
+
     t0 = time.monotonic()
-    pid = process.start(cfg, name, argv, ready=ready, timeout=timeout)
+    pid = process.start(cfg, name, argv, ready=ready if wait_ready else listening, timeout=timeout)
     started_in = round(time.monotonic() - t0, 1)
     path = pki.write(
         d / "kubeconfig",
         kubeconfig(server, ca_cert, ADMIN_USER, token=admin_token, name=name),
         private=True,
     )
-    version = get_json(server, "/version", admin_token, ca_file)
+    version = get_json(server, "/version", admin_token, ca_file) if wait_ready else {}
     return {
         "name": name,
         "pid": pid,

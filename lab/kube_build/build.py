@@ -248,6 +248,53 @@ def build(cfg, force: bool = False, log=print) -> Path:
     return out
 
 
+KUBEADM = "kubeadm"
+
+
+def kubeadm_dir(cfg) -> Path:
+    return Path(cfg.cache) / "kube" / f"kubeadm-{K8S_VERSION}"
+
+
+def kubeadm_cached(cfg) -> Path | None:
+    """The kubeadm binary built from the same k8s.io/kubernetes release, or None."""
+    path = kubeadm_dir(cfg) / KUBEADM
+    return path if (kubeadm_dir(cfg) / STAMP).is_file() and os.access(path, os.X_OK) else None
+
+
+def build_kubeadm(cfg, force: bool = False, log=print) -> Path:
+    """kubeadm (tools/kubeadm, the same module and pins as the lab's kube-apiserver), built once.
+
+    Kept beside, not inside, the lab binaries' folder so that adding it never rebuilds or replaces
+    the binaries running labs use.  The tests check every kubeadm configuration the collection
+    renders with its ``kubeadm config validate``.
+    """
+    out = kubeadm_dir(cfg)
+    if not force and kubeadm_cached(cfg):
+        return out / KUBEADM
+    with _lock(out.parent / ".kubeadm.lock"):
+        if not force and kubeadm_cached(cfg):
+            return out / KUBEADM
+        log(f"building kubeadm {K8S_VERSION} into {out} ...")
+        t0 = time.monotonic()
+        if sync_module():
+            log("go.mod regenerated for the new versions; commit lab/kube_build/go.mod and go.sum")
+        _download(log)
+        tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        try:
+            _go("build", "-ldflags", _ldflags(), "-o", str(tmp / KUBEADM), "./tools/kubeadm")
+        except BuildError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        record = {"kubernetes": K8S_VERSION, "seconds": round(time.monotonic() - t0, 1)}
+        (tmp / STAMP).write_text(json.dumps(record, indent=1) + "\n")
+        shutil.rmtree(out, ignore_errors=True)
+        os.replace(tmp, out)
+        log(f"built kubeadm in {record['seconds']}s")
+    return out / KUBEADM
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lab.kube_build.build", description=__doc__.split("\n\n")[0])
     parser.add_argument("--force", action="store_true", help="rebuild even when cached")
@@ -256,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="print the generated go.mod (before tidy) and exit",
     )
+    parser.add_argument("--kubeadm", action="store_true", help="build kubeadm too (the bootstrap tests need it)")
     args = parser.parse_args(argv)
     if args.print_gomod:
         print(render_gomod(upstream_gomod()), end="")
@@ -266,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = config.load()
     try:
         out = build(cfg, force=args.force)
+        if args.kubeadm:
+            build_kubeadm(cfg, force=args.force)
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -78,13 +78,19 @@ def issue(
     ips=(),
     dns=(),
     server: bool = False,
+    client: bool = False,
 ) -> tuple[bytes, bytes]:
-    """A leaf certificate signed by the CA: (cert PEM, key PEM).  ``server`` for serving, else client."""
+    """A leaf certificate signed by the CA: (cert PEM, key PEM).
+
+    ``server`` for serving, else client; ``server`` and ``client`` both for a
+    certificate that does both (kubeadm's etcd server and peer certificates)."""
     ca = x509.load_pem_x509_certificate(ca_cert)
     signer = serialization.load_pem_private_key(ca_key, password=None)
     key = new_key()
     now = datetime.datetime.now(datetime.UTC)
-    usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
+    usages = [ExtendedKeyUsageOID.SERVER_AUTH] if server else []
+    if client or not server:
+        usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)
     builder = (
         x509.CertificateBuilder()
         .subject_name(_name(cn, orgs))
@@ -98,7 +104,7 @@ def issue(
             x509.KeyUsage(True, False, True, False, False, False, False, False, False),
             critical=True,
         )
-        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()),
             critical=False,

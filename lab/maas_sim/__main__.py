@@ -21,6 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--snapshot", default=None, help="JSON file: loaded at start if present, saved on change")
     parser.add_argument("--machines", type=int, default=12, help="machines to seed when not loading a snapshot")
     parser.add_argument("--timings", default=None, help='JSON, e.g. {"deploy": 3, "release": 1}')
+    parser.add_argument("--tls-port", type=int, default=None, help="also serve HTTPS on this port")
+    parser.add_argument("--tls-cert", default=None, help="PEM certificate (chain) for --tls-port")
+    parser.add_argument("--tls-key", default=None, help="PEM private key for --tls-port")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
 
@@ -35,9 +38,11 @@ def main(argv: list[str] | None = None) -> int:
     store.save()
     # SIGTERM (lab stop) ends serve_forever through KeyboardInterrupt's path.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    print(f"maas-sim: http://{args.host}:{args.port}/MAAS/ ({len(store.machines)} machines)", flush=True)
+    tls = httpd.tls_context(args.tls_cert, args.tls_key) if args.tls_port else None
+    extra = f", https://{args.host}:{args.tls_port}/MAAS/" if tls else ""
+    print(f"maas-sim: http://{args.host}:{args.port}/MAAS/{extra} ({len(store.machines)} machines)", flush=True)
     try:
-        httpd.serve(store, args.host, args.port, args.verbose)
+        httpd.serve(store, args.host, args.port, args.verbose, tls_port=args.tls_port, tls=tls)
     except KeyboardInterrupt:
         pass
     return 0

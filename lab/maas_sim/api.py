@@ -15,6 +15,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Callable
+from urllib.parse import unquote
 
 from lab.maas_sim.forms import BadRequest, Form
 from lab.maas_sim.model import Store
@@ -75,6 +76,13 @@ class Handler:
                 "path": path, "uri": base_url + path}  # fmt: skip
 
 
+@dataclass
+class JsonValue:
+    """A handler's answer that is JSON even when it is ``null`` (None alone means a bodiless 200/204)."""
+
+    value: object
+
+
 HANDLERS: list[Handler] = []
 
 
@@ -93,7 +101,8 @@ def route(rel_path: str) -> tuple[Handler, dict, str | None] | None:
     for h in HANDLERS:
         m = h.regex.match(rel_path)
         if m:
-            return h, m.groupdict(), op
+            # Django resolves the decoded path: zones/rack%201/ names the zone "rack 1"
+            return h, {k: unquote(v) for k, v in m.groupdict().items()}, op
     return None
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import ipaddress
 
-from lab.maas_sim import render
+from lab.maas_sim import names, render
 from lab.maas_sim.api import Ctx, handler
 from lab.maas_sim.api_machines import _check_admin
-from lab.maas_sim.forms import BadRequest, NotFound, ValidationError, int_param, string_bool
+from lab.maas_sim.forms import BadRequest, NotFound, ValidationError, string_bool
 
 domains = handler("DomainsHandler", "domains/", "Manage domains.")
 domain_h = handler("DomainHandler", "domains/{id}/", "Manage domain.")
@@ -30,11 +30,10 @@ def create_domain(ctx: Ctx):
     """Create a domain (name, authoritative, ttl)."""
     _check_admin(ctx)
     name = ctx.data.get("name", "")
-    if not name:
-        raise ValidationError({"name": ["This field is required."]})
+    names.domain_name(name)
     if ctx.store.domain_by_name(name):
         raise ValidationError({"name": ["Domain with this Name already exists."]})
-    d = {"id": ctx.store.next_id("domain"), "name": name, "ttl": int_param(ctx.data, "ttl"),
+    d = {"id": ctx.store.next_id("domain"), "name": name, "ttl": names.ttl(ctx.data, "ttl"),
          "authoritative": string_bool(ctx.data, "authoritative", True)}  # fmt: skip
     ctx.store.domains[d["id"]] = d
     return render.domain(ctx.store, d)
@@ -59,9 +58,15 @@ def update_domain(ctx: Ctx, id: str):
     _check_admin(ctx)
     d = _domain(ctx, id)
     if "name" in ctx.data:
+        names.domain_name(ctx.data.get("name"))
+        other = ctx.store.domain_by_name(ctx.data.get("name"))
+        if other is not None and other is not d:
+            raise ValidationError({"name": ["Domain with this Name already exists."]})
+    ttl = names.ttl(ctx.data, "ttl") if "ttl" in ctx.data else d["ttl"]
+    if "name" in ctx.data:
         d["name"] = ctx.data.get("name")
     if "ttl" in ctx.data:
-        d["ttl"] = int_param(ctx.data, "ttl")
+        d["ttl"] = ttl
     if "authoritative" in ctx.data:
         d["authoritative"] = string_bool(ctx.data, "authoritative")
     return render.domain(ctx.store, d)
@@ -96,6 +101,8 @@ def delete_domain(ctx: Ctx, id: str):
 def _split_fqdn(ctx: Ctx, fqdn: str) -> tuple[str, dict]:
     """separate_fqdn + get_domain_or_404: the first label is the name, the rest the domain."""
     name, _, domainname = fqdn.partition(".")
+    if not domainname:
+        return name, None
     d = ctx.store.domain_by_name(domainname)
     if d is None:
         raise NotFound("No Domain matches the given query.")
@@ -123,21 +130,26 @@ def _apply_dns_fields(ctx: Ctx, r: dict, creating: bool) -> None:
     fqdn, name, domainname = data.get("fqdn"), data.get("name"), data.get("domain")
     if name is None and domainname is None and fqdn:
         r["name"], d = _split_fqdn(ctx, fqdn)
-        r["domain"] = d["id"]
+        r["domain"] = d["id"] if d else None
     else:
         if domainname is not None:
             d = _domain(ctx, domainname) if domainname.isdigit() else ctx.store.domain_by_name(domainname)
             if d is None:
                 raise NotFound("No Domain matches the given query.")
             r["domain"] = d["id"]
-        elif creating:
-            r["domain"] = ctx.store.default_domain
         if name is not None:
             r["name"] = name
+    errors = {}
     if creating and not r.get("name"):
-        raise ValidationError({"name": ["This field is required."]})
+        errors["name"] = ["This field is required."]
+    if r["domain"] is None:
+        # DNSResourceForm: domain is a required ModelChoiceField (name without a domain, or an fqdn of one label)
+        errors["domain"] = ["This field is required."]
+    if errors:
+        raise ValidationError(errors)
+    names.dnsresource_name(r["name"])
     if "address_ttl" in data:
-        r["address_ttl"] = int_param(data, "address_ttl")
+        r["address_ttl"] = names.ttl(data, "address_ttl")
     if "ip_addresses" in data:
         r["ip_addresses"] = [[ctx.store.next_id("ip"), ip] for ip in _ip_list(data.get("ip_addresses"))]
     clash = [o for o in ctx.store.dnsresources.values()
@@ -153,6 +165,14 @@ def list_dnsresources(ctx: Ctx):
     name, domainname = q.get("name"), q.get("domain")
     if q.get("fqdn") and name is None and domainname is None:
         name, _, domainname = q.get("fqdn").partition(".")
+    if domainname:
+        # get_domain_or_404: a filter on a domain MAAS does not have is a 404, not an empty list
+        if ctx.store.domain_by_name(domainname) is None and not (
+            domainname.isdigit() and int(domainname) in store.domains
+        ):
+            raise NotFound("No Domain matches the given query.")
+        if domainname.isdigit() and int(domainname) in store.domains:
+            domainname = store.domains[int(domainname)]["name"]
     out = []
     for r in sorted(store.dnsresources.values(), key=lambda r: r["id"]):
         if name is not None and r["name"] != name:

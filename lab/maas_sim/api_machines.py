@@ -14,6 +14,8 @@ import re
 from lab.maas_sim import constraints, model, render
 from lab.maas_sim.api import Ctx, handler
 from lab.maas_sim.forms import (
+    ApiError,
+    BadRequest,
     Forbidden,
     NodesNotAvailable,
     NodeStateViolation,
@@ -216,10 +218,13 @@ def delete_machine(ctx: Ctx, system_id: str):
 def start(ctx: Ctx, m: Machine, user_data: str | None) -> None:
     """Node.start: an Allocated machine starts deploying; any other just powers on."""
     if user_data is not None:
+        # MachineHandler.power_on: b64decode(user_data), stored as the bytes it gives. Python's decoder drops
+        # characters outside the alphabet, so text that is not base64 is stored as whatever it decodes to;
+        # a length it cannot decode is an unhandled error, which MAAS answers 500 with the exception's text.
         try:
             raw = base64.b64decode(user_data)
-        except (binascii.Error, ValueError):
-            raise ValidationError({"user_data": ["user_data is not valid base64."]}) from None
+        except binascii.Error as exc:
+            raise ApiError(str(exc), 500) from None
         m.user_data = base64.b64encode(raw).decode()
     if m.status == model.ALLOCATED:
         transition(ctx.store, m, model.DEPLOYING, "Deploying")
@@ -233,11 +238,11 @@ def deploy(ctx: Ctx, system_id: str):
     d = ctx.data
     m = get_machine(ctx.store, system_id)
     _check_edit(ctx, m)
-    ephemeral = string_bool(d, "ephemeral_deploy")
-    for key in ("bridge_all", "bridge_stp", "install_rackd", "install_kvm"):
+    ephemeral = string_bool(d, "ephemeral_deploy")  # get_allocation_options
+    for key in ("bridge_all", "bridge_stp", "install_rackd", "enable_hw_sync"):
         string_bool(d, key)
-    if string_bool(d, "install_kvm") and ephemeral:
-        raise ValidationError("Cannot install KVM host for ephemeral deployments.")
+    if (string_bool(d, "install_kvm") or string_bool(d, "register_vmhost")) and ephemeral:
+        raise BadRequest("A machine can not be a VM host if it is deployed to memory.")
     if m.status == model.READY:
         if m.owner is not None and m.owner != ctx.user["username"]:
             raise NodeStateViolation("Can't allocate a machine belonging to another user.")
@@ -351,8 +356,20 @@ def mark_broken(ctx: Ctx, system_id: str):
     """Mark a machine as Broken."""
     m = get_machine(ctx.store, system_id)
     _check_edit(ctx, m)
-    transition(ctx.store, m, model.BROKEN, ctx.data.get("comment", ""))
+    transition(ctx.store, m, model.BROKEN, ctx.data.get("comment", "") or ctx.data.get("error_description", ""))
+    mark_broken_release(ctx.store, m)
     return _rendered(ctx, m)
+
+
+def mark_broken_release(store: Store, m: Machine) -> None:
+    """Node.mark_broken: a releasable machine is released on the way (powered off, its deployment and owner
+    gone) and stays Broken, ownerless, until an admin marks it fixed."""
+    m.owner = None
+    m.owner_data = {}
+    m.agent_name = ""
+    m.user_data = None
+    m.ephemeral_deploy = False
+    store.set_power(m, "off")
 
 
 @machine_h.action("POST", "mark_fixed")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from lab.maas_sim import render
-from lab.maas_sim.api import Ctx, handler
+from lab.maas_sim import names, render
+from lab.maas_sim.api import Ctx, JsonValue, handler
 from lab.maas_sim.api_machines import _check_admin, get_machine
-from lab.maas_sim.forms import BadRequest, NotFound, ValidationError, string_bool
+from lab.maas_sim.forms import BadRequest, NotFound, ValidationError
 
 version = handler("VersionHandler", "version/", "Information about this MAAS instance.", anon=True)
 users = handler("UsersHandler", "users/", "Manage the user accounts of this MAAS.")
@@ -63,21 +63,23 @@ def create_token(ctx: Ctx):
 def get_config(ctx: Ctx):
     """A configuration value (name=...)."""
     name = ctx.query.get("name")
+    if name is None:
+        raise BadRequest("No provided name!")
     if name not in ctx.store.config:
         raise ValidationError({"name": [f"{name} is not a valid config name."]})
-    return ctx.store.config[name]
+    return JsonValue(ctx.store.config[name])
 
 
 @maas.action("POST", "set_config")
 def set_config(ctx: Ctx):
     """Set a configuration value (name=..., value=...)."""
     _check_admin(ctx)
-    name, value = ctx.data.get("name"), ctx.data.get("value")
+    name = ctx.data.get("name")
+    if name is None:
+        raise BadRequest("No provided name!")
     if name not in ctx.store.config:
         raise ValidationError({"name": [f"{name} is not a valid config name."]})
-    if isinstance(ctx.store.config[name], bool):
-        value = string_bool(ctx.data, "value")
-    ctx.store.config[name] = value
+    ctx.store.config[name] = names.config_value(name, ctx.store.config[name], ctx.data)
     return None
 
 
@@ -95,8 +97,7 @@ def create_zone(ctx: Ctx):
     """Create a zone (name, description)."""
     _check_admin(ctx)
     name = ctx.data.get("name", "")
-    if not name:
-        raise ValidationError({"name": ["This field is required."]})
+    names.model_name(name)
     if name in ctx.store.zones:
         raise ValidationError({"name": ["Zone with this Name already exists."]})
     z = {"id": ctx.store.next_id("zone"), "name": name, "description": ctx.data.get("description", "")}
@@ -124,6 +125,10 @@ def update_zone(ctx: Ctx, name: str):
     if "description" in ctx.data:
         z["description"] = ctx.data.get("description")
     new = ctx.data.get("name")
+    if new is not None:
+        names.model_name(new)
+        if new != name and new in ctx.store.zones:
+            raise ValidationError({"name": ["Zone with this Name already exists."]})
     if new and new != name:
         ctx.store.zones[new] = ctx.store.zones.pop(name)
         z["name"] = new
@@ -156,8 +161,7 @@ def create_pool(ctx: Ctx):
     """Create a resource pool (name, description)."""
     _check_admin(ctx)
     name = ctx.data.get("name", "")
-    if not name:
-        raise ValidationError({"name": ["This field is required."]})
+    names.model_name(name)
     if ctx.store.pool_by_name(name):
         raise ValidationError({"name": ["Resource pool with this Name already exists."]})
     p = ctx.store.pool_by_name(name, create=True)
@@ -184,6 +188,11 @@ def update_pool(ctx: Ctx, id: str):
     _check_admin(ctx)
     p = _pool(ctx, id)
     old = p["name"]
+    if "name" in ctx.data:
+        names.model_name(ctx.data.get("name"))
+        other = ctx.store.pool_by_name(ctx.data.get("name"))
+        if other is not None and other is not p:
+            raise ValidationError({"name": ["Resource pool with this Name already exists."]})
     for key in ("name", "description"):
         if key in ctx.data:
             p[key] = ctx.data.get(key)
@@ -219,8 +228,7 @@ def create_tag(ctx: Ctx):
     """Create a tag (name, comment, definition, kernel_opts)."""
     _check_admin(ctx)
     name = ctx.data.get("name", "")
-    if not name:
-        raise ValidationError({"name": ["This field is required."]})
+    names.tag_name(name)
     if name in ctx.store.tags:
         raise ValidationError({"name": ["Tag with this Name already exists."]})
     t = {"name": name, **{k: ctx.data.get(k, "") for k in ("comment", "definition", "kernel_opts")}}
@@ -245,6 +253,10 @@ def update_tag(ctx: Ctx, name: str):
     """Update a tag (name, comment, definition, kernel_opts)."""
     _check_admin(ctx)
     t = _tag(ctx, name)
+    if "name" in ctx.data:
+        names.tag_name(ctx.data.get("name"))
+        if ctx.data.get("name") != name and ctx.data.get("name") in ctx.store.tags:
+            raise ValidationError({"name": ["Tag with this Name already exists."]})
     for key in ("comment", "definition", "kernel_opts"):
         if key in ctx.data:
             t[key] = ctx.data.get(key)

@@ -16,7 +16,8 @@ from lab.maas_sim import model, render
 from lab.maas_sim.model import Machine, Store
 
 _MACHINE_KEYS = ("hostname", "ip", "mac", "zone", "pool_name", "domain", "architecture", "cpu_count", "memory",
-                 "disk_bytes", "tags", "status", "power_state", "power_type", "system_id", "description")  # fmt: skip
+                 "disk_bytes", "tags", "status", "power_state", "power_type", "system_id", "description", "cpu_speed",
+                 "pod")  # fmt: skip
 
 
 def machine_state(store: Store, m: Machine) -> dict:
@@ -64,6 +65,10 @@ def _create(store: Store, spec: dict) -> Machine:
     kw.setdefault("mac", f"52:54:00:00:{n // 256:02x}:{n % 256:02x}")
     if "status" in kw:
         kw["status"] = _status_number(kw["status"])
+    if "pod" in kw:
+        # a machine composed on an LXD VM host of that name (the host is made if new)
+        kw["pod"] = store.pod_by_name(kw["pod"], create=True)["id"]
+        kw.setdefault("power_type", "lxd")
     if isinstance(kw.get("domain"), str):
         kw["domain"] = store.domain_by_name(kw["domain"])["id"]
     return store.add_machine(**kw)
@@ -129,6 +134,16 @@ def _route(store: Store, method: str, parts: list[str], p: dict) -> tuple[int, o
         store.http_faults = []
         made = store.seed(int(p.get("count", 12)))
         return 200, {"machines": len(made)}
+    if parts == ["lxd-hosts"]:
+        # LXD hosts that answer at an address (what a VM host registration talks to); not MAAS objects
+        if method == "POST":
+            from lab.maas_sim.api_pods import _address_key
+
+            for key in ("address", "cores", "memory", "storage"):
+                if key not in p:
+                    raise ValueError(f"an LXD host needs {key}")
+            store.lxd_hosts[_address_key(p["address"])] = {k: int(p[k]) for k in ("cores", "memory", "storage")}
+        return 200, store.lxd_hosts
     if parts and parts[0] == "machines":
         return _machines(store, method, parts[1:], p)
     return 404, {"error": f"no control endpoint {method} /MAAS/_sim/{'/'.join(parts)}"}
@@ -172,8 +187,11 @@ def _machines(store: Store, method: str, rest: list[str], p: dict) -> tuple[int,
         if fault in ("deploy_fails", "release_fails"):
             m.faults.append(fault)
         elif fault == "broken":
+            from lab.maas_sim.api_machines import mark_broken_release
+
             m.pending = None
             store.set_status(m, model.BROKEN, p.get("message", "Marked broken (injected fault)"))
+            mark_broken_release(store, m)
         elif fault == "clear":
             m.faults.clear()
         else:

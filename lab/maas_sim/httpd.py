@@ -14,28 +14,59 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
 import sys
+import threading
 import time
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-from lab.maas_sim import api, api_dns, api_machines, api_misc, control, wire  # noqa: F401  (handlers register on import)
+from lab.maas_sim import (  # noqa: F401  (handlers register on import)
+    api,
+    api_dns,
+    api_machines,
+    api_misc,
+    api_network,
+    api_pods,
+    control,
+    wire,
+)
 from lab.maas_sim.forms import ApiError, Form, Unauthorized
 from lab.maas_sim.model import Store
 
 JSON = "application/json; charset=utf-8"
 MUTATING = {"POST", "PUT", "DELETE"}
+LISTEN_BACKLOG = 1024  # listen(2); the kernel caps it at net.core.somaxconn
 
 
 class Server(ThreadingHTTPServer):
+    """One thread per connection; a listen backlog that holds a burst of clients.
+
+    socketserver's default backlog is 5: the sixth client connecting at once has its SYN dropped and waits for
+    the kernel's retransmission (1 s, then 3 s, ...), which clients see as a stalled MAAS.
+    """
+
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = LISTEN_BACKLOG
 
-    def __init__(self, address, store: Store, verbose: bool = False):
+    scheme = "http"
+
+    def __init__(self, address, store: Store, verbose: bool = False, tls: ssl.SSLContext | None = None):
         super().__init__(address, RequestHandler)
         self.store = store
         self.verbose = verbose
+        if tls is not None:
+            # the handshake happens on the first read, in the connection's own thread, not in accept()
+            self.socket = tls.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
+            self.scheme = "https"
+
+    def handle_error(self, request, client_address):
+        # a client that gives up on the handshake (an untrusted certificate) is no server error
+        if isinstance(sys.exc_info()[1], (ssl.SSLError, ConnectionError)):
+            return
+        super().handle_error(request, client_address)
 
 
 class RequestHandler(BaseHTTPRequestHandler):
@@ -138,14 +169,15 @@ class RequestHandler(BaseHTTPRequestHandler):
 
     def _base_url(self) -> str:
         host = self.headers.get("Host") or f"{self.server.server_address[0]}:{self.server.server_address[1]}"
-        return f"http://{host}"
+        return f"{self.server.scheme}://{host}"
 
     def _login(self, store: Store, body: bytes) -> None:
         form = wire.parse_body(self.headers.get("Content-Type", ""), body)
         with store.lock:
             user = store.users.get(form.get("username", ""))
             if user is None or user.get("password") is None or user["password"] != form.get("password"):
-                raise Unauthorized("Username or password incorrect.")
+                # maasserver.views.account.authenticate: HttpResponseForbidden(), no body
+                return self._send(403, "text/html; charset=utf-8", b"")
             consumer, token, secret = store.new_key(user["username"]).split(":")
             store.save()
         self._json(200, {"consumer_key": consumer, "token_key": token, "token_secret": secret,
@@ -156,6 +188,10 @@ class RequestHandler(BaseHTTPRequestHandler):
             self._send(200, "application/json", json.dumps(api.describe(self._base_url())).encode())
             return
         found = api.route(rel)
+        if found is None and not rel.endswith("/") and (rel == "describe" or api.route(rel + "/")):
+            # Django's CommonMiddleware (APPEND_SLASH): a path that resolves only with the slash is redirected
+            location = api.API_PATH + rel + "/" + (f"?{query_string}" if query_string else "")
+            return self._send(301, "text/html; charset=utf-8", b"", {"Location": location})
         if found is None:
             raise ApiError("Not Found", 404)
         handler, params, path_op = found
@@ -170,10 +206,19 @@ class RequestHandler(BaseHTTPRequestHandler):
             data = form if self.command in ("POST", "PUT") else query
             ctx = api.Ctx(store=store, user=user, method=self.command, data=data, query=query, op=op)
             store.advance()
-            result = api.dispatch(handler, ctx, params)
+            # A request that fails changes nothing: Django's ATOMIC_REQUESTS rolls the transaction back.
+            saved = store.checkpoint() if self.command in MUTATING else None
+            try:
+                result = api.dispatch(handler, ctx, params)
+            except Exception:
+                if saved is not None:
+                    store.rollback(saved)
+                raise
             if self.command in MUTATING:
                 store.save()
-        if result is None:
+        if isinstance(result, api.JsonValue):
+            self._json(200, result.value)
+        elif result is None:
             if self.command == "DELETE":
                 self._send(204, None, b"")
             else:
@@ -182,9 +227,24 @@ class RequestHandler(BaseHTTPRequestHandler):
             self._json(200, result)
 
 
-def serve(store: Store, host: str, port: int, verbose: bool = False) -> None:
-    server = Server((host, port), store, verbose)
+def tls_context(cert: str, key: str) -> ssl.SSLContext:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+def serve(store: Store, host: str, port: int, verbose: bool = False, tls_port: int | None = None,
+          tls: ssl.SSLContext | None = None) -> None:  # fmt: skip
+    """HTTP on ``port``; with ``tls``, HTTPS on ``tls_port`` too (same store, same API)."""
+    servers = [Server((host, port), store, verbose)]
+    if tls is not None and tls_port:
+        servers.append(Server((host, tls_port), store, verbose, tls=tls))
+        threading.Thread(target=servers[1].serve_forever, kwargs={"poll_interval": 0.2}, daemon=True).start()
     try:
-        server.serve_forever(poll_interval=0.2)
+        servers[0].serve_forever(poll_interval=0.2)
     finally:
-        server.server_close()
+        for server in servers[1:]:
+            server.shutdown()
+        for server in servers:
+            server.server_close()

@@ -9,6 +9,7 @@ request calls under the store lock; nothing runs in the background.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import random
@@ -16,6 +17,8 @@ import string
 import threading
 import time
 from dataclasses import asdict, dataclass, field, fields
+
+from lab.maas_sim import names
 
 NEW, COMMISSIONING, FAILED_COMMISSIONING, MISSING, READY, RESERVED = 0, 1, 2, 3, 4, 5
 DEPLOYED, RETIRED, BROKEN, DEPLOYING, ALLOCATED, FAILED_DEPLOYMENT = 6, 7, 8, 9, 10, 11
@@ -92,6 +95,7 @@ class Machine:
     domain: int = 0
     architecture: str = "amd64/generic"
     cpu_count: int = 4
+    cpu_speed: int = 2400  # MHz
     memory: int = 8192
     disk_bytes: int = 64_000_000_000
     tags: list = field(default_factory=list)
@@ -112,6 +116,9 @@ class Machine:
     locked: bool = False
     status_message: str = ""
     netboot: bool = True
+    pod: int | None = None  # the VM host (pod) id of a composed machine
+    link_mode: str | None = "auto"  # the boot interface's link on the subnet: auto, static, dhcp, link_up, None
+    bridges: list = field(default_factory=list)  # [{"id", "name", "params"}] made by interfaces op=create_bridge
     interface_id: int = 0
     disk_id: int = 0
     link_id: int = 0
@@ -148,14 +155,30 @@ class Store:
         self.domains: dict[int, dict] = {0: {"id": 0, "name": "maas", "authoritative": True, "ttl": None}}
         self.default_domain = 0
         self.tags: dict[str, dict] = {}
+        self.pods: dict[int, dict] = {}  # VM hosts, by id
+        self.reserved_ips: dict[str, dict] = {}  # ipaddresses op=reserve: ip -> {ip, owner, hostname}
+        self.sshkeys: dict[int, dict] = {}
+        self.devices: dict[str, dict] = {}
+        self.lxd_hosts: dict[str, dict] = {}  # "address:port" -> {cores, memory, storage}: LXD hosts that answer
         self.dnsresources: dict[int, dict] = {}
         self.users: dict[str, dict] = {}
         self.tokens: dict[str, dict] = {}  # token_key -> {consumer_key, token_secret, username}
-        self.config = {"maas_name": "maas-sim", "default_osystem": "ubuntu", "default_distro_series": "jammy",
-                       "enable_disk_erasing_on_release": False}  # fmt: skip
+        self.config = names.default_config("maas-sim")
+        self.nonces: dict[tuple, float] = {}  # (consumer, token, nonce) -> first seen (piston's Nonce table)
         self.timings = dict(DEFAULT_TIMINGS)
         self.http_faults: list[dict] = []  # injected HTTP faults (control API)
-        self.counters = {"zone": 1, "pool": 0, "domain": 0, "dnsresource": 0, "ip": 0, "iface": 0, "disk": 0}
+        self.counters = {
+            "zone": 1,
+            "pool": 0,
+            "domain": 0,
+            "dnsresource": 0,
+            "ip": 0,
+            "iface": 0,
+            "disk": 0,
+            "pod": 0,
+            "sshkey": 0,
+            "device": 0,
+        }
 
     def next_id(self, kind: str) -> int:
         self.counters[kind] += 1
@@ -206,6 +229,16 @@ class Store:
         pool = {"id": self.next_id("pool"), "name": name, "description": ""}
         self.pools[pool["id"]] = pool
         return pool
+
+    def pod_by_name(self, name: str, create: bool = False) -> dict | None:
+        for pod in self.pods.values():
+            if pod["name"] == name:
+                return pod
+        if not create:
+            return None
+        pod = {"id": self.next_id("pod"), "name": name, "type": "lxd"}
+        self.pods[pod["id"]] = pod
+        return pod
 
     def domain_by_name(self, name: str) -> dict | None:
         return next((d for d in self.domains.values() if d["name"] == name), None)
@@ -268,9 +301,23 @@ class Store:
         m.ephemeral_deploy = False
         m.power_state, m.power_pending = "off", None
 
+    # -- transactions --------------------------------------------------------
+
+    _TX_ATTRS = ("machines", "zones", "pools", "domains", "tags", "dnsresources", "pods", "users", "tokens", "config",
+                 "counters", "default_domain", "reserved_ips", "sshkeys", "devices", "lxd_hosts")  # fmt: skip
+
+    def checkpoint(self) -> dict:
+        """The state a request may change: MAAS runs each API request in one database transaction."""
+        return copy.deepcopy({name: getattr(self, name) for name in self._TX_ATTRS})
+
+    def rollback(self, saved: dict) -> None:
+        for name, value in saved.items():
+            setattr(self, name, value)
+
     # -- snapshot ----------------------------------------------------------
 
     _SNAP_ATTRS = ("zones", "tags", "users", "tokens", "config", "timings", "counters", "default_domain")
+    _SNAP_OPTIONAL = ("reserved_ips", "devices", "lxd_hosts")  # keyed by strings: JSON keeps them
 
     def save(self) -> None:
         if not self.snapshot:
@@ -279,6 +326,10 @@ class Store:
         data["pools"] = list(self.pools.values())
         data["domains"] = list(self.domains.values())
         data["dnsresources"] = list(self.dnsresources.values())
+        data["pods"] = list(self.pods.values())
+        data["sshkeys"] = list(self.sshkeys.values())
+        for name in self._SNAP_OPTIONAL:
+            data[name] = getattr(self, name)
         data["machines"] = [asdict(m) for m in self.machines.values()]
         tmp = f"{self.snapshot}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
@@ -295,6 +346,13 @@ class Store:
         self.pools = {p["id"]: p for p in data["pools"]}
         self.domains = {d["id"]: d for d in data["domains"]}
         self.dnsresources = {r["id"]: r for r in data["dnsresources"]}
+        self.pods = {p["id"]: p for p in data.get("pods", [])}
+        self.config = {**names.default_config("maas-sim"), **self.config}
+        self.sshkeys = {k["id"]: k for k in data.get("sshkeys", [])}
+        for name in self._SNAP_OPTIONAL:
+            setattr(self, name, data.get(name, {}))
+        for kind in ("pod", "sshkey", "device"):
+            self.counters.setdefault(kind, 0)
         known = {f.name for f in fields(Machine)}
         machines = [Machine(**{k: v for k, v in m.items() if k in known}) for m in data["machines"]]
         self.machines = {m.system_id: m for m in machines}

@@ -60,20 +60,42 @@ def dnsresource(store: Store, r: dict) -> dict:
 
 
 def addresses(m: Machine) -> list[str]:
-    return [m.ip] if m.status in _ADDRESSED else []
+    if m.link_mode == "static":
+        return [m.ip]
+    return [m.ip] if m.status in _ADDRESSED and m.link_mode == "auto" else []
+
+
+def _links(m: Machine) -> list[dict]:
+    if m.link_mode is None:
+        return []
+    # a STATIC (sticky) address is the machine's in every state; an AUTO one only once deployment claimed it
+    ip = m.ip if m.link_mode == "static" or (m.link_mode == "auto" and m.status in _ADDRESSED) else ""
+    link = {"id": m.link_id, "mode": m.link_mode, "subnet": _SUBNET}
+    if ip:
+        link["ip_address"] = ip
+    return [link]
 
 
 def interface(m: Machine) -> dict:
-    ip = m.ip if m.status in _ADDRESSED else ""
-    link = {"id": m.link_id, "mode": "auto", "subnet": _SUBNET}
-    if ip:
-        link["ip_address"] = ip
+    """The boot interface; its links move to a bridge made on it (Interface.create_bridge)."""
+    children = [b["name"] for b in m.bridges]
     return {"type": "physical", "vlan": _VLAN, "mac_address": m.mac, "enabled": True, "discovered": None,
             "system_id": m.system_id, "name": "eth0", "effective_mtu": 1500, "firmware_version": None,
-            "vendor": None, "tags": [], "children": [], "product": None, "params": "", "links": [link],
+            "vendor": None, "tags": [], "children": children, "product": None, "params": "",
+            "links": [] if children else _links(m),
             "id": m.interface_id, "parents": [], "link_connected": True, "interface_speed": 1000,
             "link_speed": 1000, "numa_node": 0, "sriov_max_vf": 0,
             "resource_uri": f"{API}/nodes/{m.system_id}/interfaces/{m.interface_id}/"}  # fmt: skip
+
+
+def interfaces(m: Machine) -> list[dict]:
+    out = [interface(m)]
+    for b in m.bridges:
+        out.append({**interface(m), "type": "bridge", "name": b["name"], "id": b["id"], "children": [],
+                    "parents": ["eth0"], "params": b["params"], "links": _links(m), "firmware_version": None,
+                    "vendor": None, "product": None, "interface_speed": 0, "link_speed": 0,
+                    "resource_uri": f"{API}/nodes/{m.system_id}/interfaces/{b['id']}/"})  # fmt: skip
+    return out
 
 
 def disk(m: Machine) -> dict:
@@ -82,8 +104,16 @@ def disk(m: Machine) -> dict:
             "name": "sda", "path": "/dev/disk/by-dname/sda", "id_path": None,
             "tags": ["ssd"] if "ssd" in m.tags else [],
             "serial": f"QM{m.disk_id:05d}", "used_size": m.disk_bytes, "filesystem": None, "storage_pool": None,
-            "block_size": 512, "partition_table_type": "GPT", "size": m.disk_bytes, "uuid": None, "id": m.disk_id,
+            "block_size": 512, "partition_table_type": "GPT", "size": m.disk_bytes,
+            "uuid": f"00000000-0000-4000-8000-{m.disk_id:012d}", "id": m.disk_id,
             "numa_node": 0, "resource_uri": f"{API}/nodes/{m.system_id}/blockdevices/{m.disk_id}/"}  # fmt: skip
+
+
+def pod_ref(store: Store, m: Machine) -> dict | None:
+    pod = store.pods.get(m.pod) if m.pod is not None else None
+    if pod is None:
+        return None
+    return {"id": pod["id"], "name": pod["name"], "resource_uri": f"{API}/pods/{pod['id']}/"}
 
 
 def machine(store: Store, m: Machine) -> dict:
@@ -91,20 +121,22 @@ def machine(store: Store, m: Machine) -> dict:
     p = store.pool_by_name(m.pool)
     blockdev = disk(m)
     iface = interface(m)
+    ifaces = interfaces(m)
     return {
         "system_id": m.system_id, "hostname": m.hostname, "description": m.description,
         "hardware_uuid": None, "domain": domain(store, store.domains[m.domain]), "fqdn": store.fqdn(m),
         "owner": m.owner, "owner_data": dict(m.owner_data), "locked": m.locked, "cache_sets": [], "bcaches": [],
         "bios_boot_method": "pxe", "boot_interface": iface, "architecture": m.architecture,
-        "min_hwe_kernel": m.min_hwe_kernel, "hwe_kernel": m.hwe_kernel, "cpu_count": m.cpu_count, "cpu_speed": 2400,
-        "memory": m.memory, "swap_size": m.swap_size, "storage": round(m.disk_bytes / 1_000_000, 3),
+        "min_hwe_kernel": m.min_hwe_kernel, "hwe_kernel": m.hwe_kernel, "cpu_count": m.cpu_count,
+        "cpu_speed": m.cpu_speed, "memory": m.memory, "swap_size": m.swap_size,
+        "storage": round(m.disk_bytes / 1_000_000, 3),
         "status": m.status, "status_name": model.STATUS_NAMES[m.status], "status_message": m.status_message,
         "status_action": "", "osystem": m.osystem, "distro_series": m.distro_series, "netboot": m.netboot,
         "power_type": m.power_type, "power_state": m.power_state, "tag_names": list(m.tags), "address_ttl": None,
-        "ip_addresses": addresses(m), "interface_set": [iface], "zone": zone(z), "pool": pool(p),
+        "ip_addresses": addresses(m), "interface_set": ifaces, "zone": zone(z), "pool": pool(p),
         "disable_ipv4": False, "boot_disk": blockdev, "blockdevice_set": [blockdev],
         "physicalblockdevice_set": [blockdev], "virtualblockdevice_set": [], "volume_groups": [], "raids": [],
-        "special_filesystems": [], "node_type": 0, "node_type_name": "Machine", "pod": None,
+        "special_filesystems": [], "node_type": 0, "node_type_name": "Machine", "pod": pod_ref(store, m),
         "ephemeral_deploy": m.ephemeral_deploy,
         "default_gateways": {"ipv4": {"gateway_ip": None, "link_id": None},
                              "ipv6": {"gateway_ip": None, "link_id": None}},

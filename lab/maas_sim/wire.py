@@ -17,6 +17,7 @@ import email.parser
 import email.policy
 import email.utils
 import re
+import time
 from urllib.parse import parse_qsl, unquote
 
 from oauthlib.oauth1.rfc5849 import signature as oauth_sig
@@ -43,6 +44,7 @@ def authenticate(store, headers, method: str, url: str, content_type: str, body:
     entry = store.tokens.get(token)
     if entry is None or entry["consumer_key"] != consumer:
         raise Unauthorized(f"Authorization Error: 'Invalid access token: {token}'")
+    _check_timestamp_and_nonce(store, consumer, token, params)
     method_name = params.get("oauth_signature_method", "").upper()
     sig = params.get("oauth_signature", "")
     secret = entry["token_secret"]
@@ -58,6 +60,37 @@ def authenticate(store, headers, method: str, url: str, content_type: str, body:
     if user is None:
         raise Unauthorized("Authorization Error: 'Invalid access token: user is gone'")
     return user
+
+
+TIMESTAMP_THRESHOLD = 300  # python-oauth OAuthServer.timestamp_threshold, as piston3 uses it
+
+
+def _check_timestamp_and_nonce(store, consumer: str, token: str, params: dict) -> None:
+    """OAuthServer._check_signature's first two steps: a fresh timestamp, a nonce never seen before."""
+    for name in ("oauth_timestamp", "oauth_nonce"):
+        if name not in params:
+            raise Unauthorized(f"Authorization Error: 'Parameter not found: {name}'")
+    try:
+        timestamp = int(params["oauth_timestamp"])
+    except ValueError:
+        raise Unauthorized("Authorization Error: 'Invalid timestamp'") from None
+    now = int(time.time())
+    if abs(now - timestamp) > TIMESTAMP_THRESHOLD:
+        raise Unauthorized(
+            f"Authorization Error: 'Expired timestamp: given {timestamp} and now {now} has a greater "
+            f"difference than threshold {TIMESTAMP_THRESHOLD}'"
+        )
+    # piston3's store keeps every (consumer, token, nonce); a nonce older than twice the threshold can no
+    # longer come with an acceptable timestamp, so it is forgotten
+    if now - store.nonces.get("_purged", 0) > TIMESTAMP_THRESHOLD:
+        for key, seen in list(store.nonces.items()):
+            if now - seen > 2 * TIMESTAMP_THRESHOLD:
+                del store.nonces[key]
+        store.nonces["_purged"] = now
+    key = (consumer, token, params["oauth_nonce"])
+    if key in store.nonces:
+        raise Unauthorized(f"Authorization Error: 'Nonce already used: {params['oauth_nonce']}'")
+    store.nonces[key] = now
 
 
 def _check_hmac(headers, method, url, content_type, body, sig, secret) -> bool:

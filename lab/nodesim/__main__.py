@@ -5,6 +5,7 @@ It polls the hosts every ``poll`` seconds and serves a small control API on
 
 GET  /status            hosts, clusters, Nodes, timings, stopped kubelets
 POST /kubelet           {"node": <name>, "cluster": <name or host:port, optional>, "running": false|true}
+POST /etcd              the same for the etcd member of a control-plane Node (its host stays up)
 POST /timings           {"grace": 5, "lease_renew": 1, ...}  (seconds; see sim.DEFAULT_TIMINGS)
 """
 
@@ -42,6 +43,7 @@ def _handler(sim: Simulator):
                     snap = dict(sim.snapshot)
                     snap["timings"] = dict(sim.state["timings"])
                     snap["kubelet_stopped"] = list(sim.state["kubelet_stopped"])
+                    snap["etcd_stopped"] = list(sim.state.get("etcd_stopped") or [])
                 return self._send(200, snap)
             self._send(404, {"error": f"no endpoint GET {self.path}"})
 
@@ -56,6 +58,13 @@ def _handler(sim: Simulator):
                     if not keys:
                         return self._send(404, {"error": f"no kubelet registered Node {body['node']!r}"})
                     return self._send(200, {"nodes": keys, "running": bool(body["running"])})
+                if self.path.rstrip("/") == "/etcd":
+                    if "node" not in body or "running" not in body:
+                        raise ValueError("need node and running")
+                    keys = sim.set_etcd(str(body["node"]), bool(body["running"]), body.get("cluster"))
+                    if not keys:
+                        return self._send(404, {"error": f"no etcd member of Node {body['node']!r}"})
+                    return self._send(200, {"members": keys, "running": bool(body["running"])})
                 if self.path.rstrip("/") == "/timings":
                     return self._send(200, sim.set_timings(body))
             except (ValueError, TypeError) as exc:

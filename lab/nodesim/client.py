@@ -44,6 +44,15 @@ def start_kubelet(cfg: LabConfig, node: str, cluster: str | None = None) -> dict
     return _call(cfg, "POST", "/kubelet", {"node": node, "cluster": cluster, "running": True})
 
 
+def stop_etcd(cfg: LabConfig, node: str, cluster: str | None = None) -> dict:
+    """Stop the etcd member of control-plane Node ``node`` while its host stays up; it stays down until started."""
+    return _call(cfg, "POST", "/etcd", {"node": node, "cluster": cluster, "running": False})
+
+
+def start_etcd(cfg: LabConfig, node: str, cluster: str | None = None) -> dict:
+    return _call(cfg, "POST", "/etcd", {"node": node, "cluster": cluster, "running": True})
+
+
 def host(cfg: LabConfig, key: str) -> dict | None:
     """What the simulator made of one host (``ironic/<uuid>`` or ``maas/<system_id>``): phase, error, node."""
     return status(cfg).get("hosts", {}).get(key)

@@ -1,23 +1,29 @@
-"""Workload clusters: one kube-apiserver each, on the lab's etcd under its own prefix.
+"""Workload clusters: one kube-apiserver each, on the cluster's own etcd members.
 
 A cluster is known by its controlPlaneEndpoint (``host:port``): that is what
 ``kubeadm init`` serves and what ``kubeadm join`` discovers.  Its API server
 is lab process ``nodesim-api-<host>-<port>``, serving with the cluster CA from
-the init host's bootstrap data, with its keys under ``/nodesim/<host>-<port>``
-in etcd.  It runs while at least one of the cluster's control-plane hosts is
-up (the API goes away with its last control-plane machine, as on real hosts),
-and its data is dropped when no host of the cluster is provisioned any more.
+the init host's bootstrap data.  Its storage is the cluster's etcd: one member
+per control-plane host (``etcd.py``), reached through the simulator's
+pass-through on ``127.0.0.1:<port>`` (``etcdproxy.py``) with the
+``apiserver-etcd-client`` certificate kubeadm gives the API server.  It runs
+while at least one of the cluster's control-plane hosts is up, and answers
+while its etcd has quorum; everything (members' data included) is dropped when
+no host of the cluster is provisioned any more.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import shutil
 import socket
+import ssl
 from pathlib import Path
 
 from lab import process
 from lab.config import LabConfig
 from lab.kube_build import pki
+from lab.nodesim import etcd
 from lab.nodesim.api import Api
 
 PREFIX = "nodesim-api-"
@@ -31,8 +37,8 @@ def process_name(endpoint: str) -> str:
     return PREFIX + slug(endpoint)
 
 
-def etcd_prefix(endpoint: str) -> str:
-    return f"/nodesim/{slug(endpoint)}"
+# kubeadm's default --etcd-prefix
+ETCD_PREFIX = "/registry"
 
 
 def ca_dir(cfg: LabConfig, endpoint: str) -> Path:
@@ -60,7 +66,14 @@ def bind_address(host: str, fallback: str | None) -> str:
     return str(ip)
 
 
-def save_ca(cfg: LabConfig, endpoint: str, ca_cert: bytes, ca_key: bytes, sa_key: bytes | None) -> None:
+def save_ca(
+    cfg: LabConfig,
+    endpoint: str,
+    ca_cert: bytes,
+    ca_key: bytes,
+    sa_key: bytes | None,
+    etcd_ca: tuple[bytes, bytes],
+) -> None:
     d = ca_dir(cfg, endpoint)
     pki.write(d / "ca.crt", ca_cert)
     pki.write(d / "ca.key", ca_key, private=True)
@@ -68,14 +81,28 @@ def save_ca(cfg: LabConfig, endpoint: str, ca_cert: bytes, ca_key: bytes, sa_key
         pki.write(d / "sa.key", sa_key, private=True)
     else:
         (d / "sa.key").unlink(missing_ok=True)
+    pki.write(d / "etcd" / "ca.crt", etcd_ca[0])
+    pki.write(d / "etcd" / "ca.key", etcd_ca[1], private=True)
+    # kubeadm's certs phase "apiserver-etcd-client": the API server's client certificate at etcd
+    crt, key = pki.issue(etcd_ca[0], etcd_ca[1], etcd.APISERVER_CLIENT_CN)
+    pki.write(d / "apiserver-etcd-client.crt", crt)
+    pki.write(d / "apiserver-etcd-client.key", key, private=True)
+
+
+def etcd_ca(cfg: LabConfig, endpoint: str) -> tuple[bytes, bytes]:
+    d = ca_dir(cfg, endpoint) / "etcd"
+    return (d / "ca.crt").read_bytes(), (d / "ca.key").read_bytes()
 
 
 def running(cfg: LabConfig, endpoint: str) -> bool:
     return process.pid_of(cfg, process_name(endpoint)) is not None
 
 
-def start(cfg: LabConfig, cluster: dict) -> dict:
-    """Start (or find running) the cluster's API server; returns start_apiserver's info."""
+def start(cfg: LabConfig, cluster: dict, etcd_port: int, wait_ready: bool = True) -> dict:
+    """Start (or find running) the cluster's API server on etcd at 127.0.0.1:``etcd_port``; start_apiserver's info.
+
+    ``wait_ready=False`` when it comes back after its hosts were down: its etcd may have no quorum yet.
+    """
     from lab.services import kube
 
     endpoint = cluster["endpoint"]
@@ -92,7 +119,25 @@ def start(cfg: LabConfig, cluster: dict) -> dict:
         sa_key=sa.read_bytes() if sa.exists() else None,
         port=cluster["port"],
         bind_address=cluster["bind"],
-        etcd_prefix=etcd_prefix(endpoint),
+        etcd_prefix=ETCD_PREFIX,
+        etcd_servers=f"https://127.0.0.1:{etcd_port}",
+        etcd_tls=(d / "etcd" / "ca.crt", d / "apiserver-etcd-client.crt", d / "apiserver-etcd-client.key"),
+        wait_ready=wait_ready,
+    )
+
+
+def ready(cfg: LabConfig, cluster: dict) -> bool:
+    """Its /readyz answers ok (false while its etcd has no quorum: the etcd check fails within 2 s)."""
+    d = cfg.data(process_name(cluster["endpoint"]))
+    try:
+        token = (d / "tokens.csv").read_text().split(",", 1)[0]
+    except OSError:
+        return False
+    return process.http_ok(
+        f"https://{cluster['bind']}:{cluster['port']}/readyz",
+        timeout=5.0,
+        context=ssl.create_default_context(cafile=str(d / "ca.crt")),
+        headers={"Authorization": f"Bearer {token}"},
     )
 
 
@@ -104,14 +149,16 @@ def client(cfg: LabConfig, cluster: dict) -> Api:
 
 
 def stop(cfg: LabConfig, endpoint: str, purge: bool = False) -> None:
+    """Stop the API server; ``purge``: every etcd member of the cluster too, their data dirs wiped."""
     from lab.services import kube
 
     kube.stop_apiserver(cfg, process_name(endpoint))
     if purge:
-        try:
-            kube.purge_etcd_prefix(cfg, etcd_prefix(endpoint))
-        except OSError:
-            pass  # etcd down: nothing to purge until it is back, and a new init purges again
+        s = slug(endpoint)
+        for name in etcd.running_names(cfg, s):
+            process.stop(cfg, name)
+        for path in (cfg.root / "data").glob(etcd.process_name(s, "*")):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def running_names(cfg: LabConfig) -> list[str]:

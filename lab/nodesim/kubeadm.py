@@ -1,8 +1,9 @@
 """What ``kubeadm init`` / ``kubeadm join`` would do with the files cloud-init wrote.
 
 ``bootstrap()`` turns a rendered cloud-config into a ``Bootstrap``: which
-phase, the cluster (name, controlPlaneEndpoint, version), the cluster CA when
-the data carries it (init and control-plane join), the join discovery, and
+phase, the cluster (name, controlPlaneEndpoint, version), the cluster CA and
+the etcd CA when the data carries them (init and control-plane join), the
+advertise address of the host's etcd member and API, the join discovery, and
 the kubelet's registration (name, node-labels, provider-id, taints) with
 kubeadm's defaults applied.  Pure functions.
 """
@@ -64,6 +65,9 @@ class Bootstrap:
     ca_cert: bytes | None = None
     ca_key: bytes | None = None
     sa_key: bytes | None = None
+    etcd_ca_cert: bytes | None = None  # /etc/kubernetes/pki/etcd/ca.crt and ca.key: the stacked etcd's CA
+    etcd_ca_key: bytes | None = None
+    advertise_address: str | None = None  # localAPIEndpoint.advertiseAddress (init, control-plane join)
     token: str | None = None
     ca_cert_hashes: list[str] = field(default_factory=list)
     unsafe_skip_ca_verification: bool = False
@@ -169,9 +173,15 @@ def bootstrap(doc: dict, hostname: str | None) -> Bootstrap | None:
         ca_cert=files.get(f"{PKI}/ca.crt"),
         ca_key=files.get(f"{PKI}/ca.key"),
         sa_key=files.get(f"{PKI}/sa.key"),
+        etcd_ca_cert=files.get(f"{PKI}/etcd/ca.crt"),
+        etcd_ca_key=files.get(f"{PKI}/etcd/ca.key"),
     )
+    local = (conf if phase == "init" else conf.get("controlPlane") or {}).get("localAPIEndpoint")
+    boot.advertise_address = (local or {}).get("advertiseAddress") or None
     if phase == "init":
         cc = docs.get("ClusterConfiguration") or {}
+        if (cc.get("etcd") or {}).get("external"):
+            raise KubeadmError("kubeadm init: ClusterConfiguration.etcd.external: the lab runs stacked etcd only")
         boot.cluster_configuration = cc
         boot.cluster_name = cc.get("clusterName")
         boot.endpoint = cc.get("controlPlaneEndpoint")

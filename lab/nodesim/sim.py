@@ -4,7 +4,10 @@ State (``cfg.data("nodesim")/state.json``) survives a restart of the simulator:
 
 - ``hosts``: per host key, the instance it last bootstrapped and how that went
   (``phase``: pending, initialized, joined, failed, no-user-data, no-kubeadm);
-- ``clusters``: per controlPlaneEndpoint, its API server and its hosts;
+- ``clusters``: per controlPlaneEndpoint, its API server, its hosts and its
+  etcd members (``etcd.members``: per node name the host, instance, address,
+  member ID and how its etcd was started; ``etcd.proxy_port``: the API
+  server's way to them);
 - ``nodes``: per ``<endpoint>/<node name>``, the kubelet that registered it
   (host key and instance), its last heartbeat and whether the lifecycle
   controller has marked it Unknown.  A Node whose host is powered off,
@@ -21,14 +24,26 @@ import time
 
 from lab import process
 from lab.config import LabConfig
-from lab.nodesim import cloudinit, clusters, kubeadm, kubelet, sources
+from lab.nodesim import cloudinit, clusters, etcd, etcdproxy, kubeadm, kubelet, sources
 from lab.nodesim.api import ApiError
 
 LOG = logging.getLogger("nodesim")
 
 # Seconds.  grace is kube-controller-manager's --node-monitor-grace-period (50 s since 1.32);
-# lease_renew the kubelet's (a quarter of the 40 s lease); status_report its nodeStatusReportFrequency.
-DEFAULT_TIMINGS = {"poll": 2.0, "lease_renew": 10.0, "status_report": 60.0, "grace": 50.0, "discovery_timeout": 300.0}
+# lease_renew the kubelet's (a quarter of the 40 s lease); status_report its nodeStatusReportFrequency;
+# etcd_timeout kubeadm's EtcdAPICallTimeout (a control-plane join's member add and promotion give up after it).
+DEFAULT_TIMINGS = {
+    "poll": 2.0,
+    "lease_renew": 10.0,
+    "status_report": 60.0,
+    "grace": 50.0,
+    "discovery_timeout": 300.0,
+    "etcd_timeout": 120.0,
+}
+# the kubelet's CrashLoopBackOff for a static pod that exits: 10 s, doubling, at most 5 min
+BACKOFF_FIRST, BACKOFF_MAX = 10.0, 300.0
+# kubeadm's EtcdAPICallRetryInterval
+ETCD_RETRY = 0.5
 
 
 class Simulator:
@@ -39,11 +54,22 @@ class Simulator:
         self.state = self._load()
         self.snapshot: dict = {}
         self._conn = None
+        self.proxies: dict[str, etcdproxy.Forwarder] = {}
+        for cluster in self.state["clusters"].values():
+            for member in cluster.get("etcd", {}).get("members", {}).values():
+                member["was_running"] = False  # a new simulator: whatever ran before was stopped with the old one
 
     # --- state ------------------------------------------------------------------
 
     def _load(self) -> dict:
-        state = {"timings": dict(DEFAULT_TIMINGS), "hosts": {}, "clusters": {}, "nodes": {}, "kubelet_stopped": []}
+        state = {
+            "timings": dict(DEFAULT_TIMINGS),
+            "hosts": {},
+            "clusters": {},
+            "nodes": {},
+            "kubelet_stopped": [],
+            "etcd_stopped": [],
+        }
         if self.path.exists():
             state.update(json.loads(self.path.read_text()))
         env = os.environ.get("BMCAPI_NODESIM_TIMINGS")
@@ -85,6 +111,25 @@ class Simulator:
             stopped = set(self.state["kubelet_stopped"])
             stopped = stopped - set(keys) if running else stopped | set(keys)
             self.state["kubelet_stopped"] = sorted(stopped)
+            return keys
+
+    def set_etcd(self, node: str, running: bool, cluster: str | None = None) -> list[str]:
+        """Stop or start the etcd member of Node ``node`` though its host stays up (a crashed etcd, a failed disk).
+
+        Keys are ``<endpoint>/<node>``; a stopped member stays stopped (no kubelet restart) until started here.
+        """
+        with self.lock:
+            snap = self.snapshot
+            keys = [
+                f"{endpoint}/{name}"
+                for endpoint, c in snap.get("clusters", {}).items()
+                if cluster is None or cluster in (endpoint, c.get("name"))
+                for name in (c.get("etcd") or {}).get("members", {})
+                if name == node
+            ]
+            stopped = set(self.state["etcd_stopped"])
+            stopped = stopped - set(keys) if running else stopped | set(keys)
+            self.state["etcd_stopped"] = sorted(stopped)
             return keys
 
     # --- hosts --------------------------------------------------------------------
@@ -172,6 +217,7 @@ class Simulator:
     def _init(self, host, entry, boot: kubeadm.Bootstrap, ip, now) -> None:
         endpoint = boot.endpoint
         h, port = clusters.split_endpoint(endpoint)
+        etcd_ip = _etcd_address(boot, ip, host.key)
         old = self.state["clusters"].get(endpoint)
         if old is not None and old.get("init_instance") != host.instance:
             # a new control plane at this address: the old cluster's data goes (a fresh etcd on real hosts)
@@ -179,7 +225,13 @@ class Simulator:
             self._forget_cluster(endpoint)
         if endpoint not in self.state["clusters"]:
             clusters.stop(self.cfg, endpoint, purge=True)
-            clusters.save_ca(self.cfg, endpoint, boot.ca_cert, boot.ca_key, boot.sa_key)
+            # kubeadm init makes the etcd CA when the data brings none (CABPK always brings <cluster>-etcd)
+            etcd_ca = (boot.etcd_ca_cert, boot.etcd_ca_key) if boot.etcd_ca_cert and boot.etcd_ca_key else None
+            if etcd_ca is None:
+                from lab.kube_build import pki
+
+                etcd_ca = pki.new_ca("etcd-ca")
+            clusters.save_ca(self.cfg, endpoint, boot.ca_cert, boot.ca_key, boot.sa_key, etcd_ca)
             self.state["clusters"][endpoint] = {
                 "name": boot.cluster_name,
                 "endpoint": endpoint,
@@ -189,9 +241,16 @@ class Simulator:
                 "init_instance": host.instance,
                 "control_plane": [[host.key, host.instance]],
                 "members": [[host.key, host.instance]],
+                "etcd": {"proxy_port": 0, "members": {}},
             }
         cluster = self.state["clusters"][endpoint]
-        info = clusters.start(self.cfg, cluster)
+        members = cluster["etcd"]["members"]
+        if boot.node_name not in members:
+            # kubeadm init's etcd phase: a one-member cluster, --initial-cluster-state=new
+            initial = f"{boot.node_name}={etcd.peer_url(etcd_ip)}"
+            members[boot.node_name] = self._member(host, boot.node_name, etcd_ip, initial, "new")
+        self._start_member(cluster, members[boot.node_name], now)
+        info = clusters.start(self.cfg, cluster, self._proxy(cluster).port)
         cluster["version"] = cluster.get("version") or info.get("version")
         LOG.info("cluster %s (%s): API server ready after %ss", endpoint, boot.cluster_name, info.get("ready_after_s"))
         api = clusters.client(self.cfg, cluster)
@@ -205,12 +264,178 @@ class Simulator:
         api = clusters.client(self.cfg, cluster)
         ca = (clusters.ca_dir(self.cfg, boot.endpoint) / "ca.crt").read_bytes()
         kubelet.check_join(api, boot, ca, now)
+        if boot.control_plane:
+            self._etcd_join(host, entry, boot, cluster, _etcd_address(boot, ip, host.key), now)
         pair = [host.key, host.instance]
         if pair not in cluster["members"]:
             cluster["members"].append(pair)
         if boot.control_plane and pair not in cluster["control_plane"]:
             cluster["control_plane"].append(pair)
         self._register(api, host, entry, boot, cluster, ip, now, phase="joined")
+
+    # --- etcd ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _member(host, name: str, ip: str, initial_cluster: str, state: str) -> dict:
+        return {
+            "name": name,
+            "ip": ip,
+            "host": host.key,
+            "instance": host.instance,
+            "initial_cluster": initial_cluster,
+            "state": state,
+            "id": None,
+            "was_running": False,
+            "exits": 0,
+            "next_start": 0.0,
+        }
+
+    def _start_member(self, cluster: dict, member: dict, now: float) -> None:
+        slug = clusters.slug(cluster["endpoint"])
+        ca = clusters.etcd_ca(self.cfg, cluster["endpoint"])
+        if not etcd.running(self.cfg, slug, member["name"]):
+            etcd.start(self.cfg, slug, member, *ca)  # the CA makes its certificates when it has none yet
+            LOG.info("cluster %s: etcd member %s started at %s", cluster["endpoint"], member["name"], member["ip"])
+        member["was_running"] = True
+        self._proxy(cluster)
+
+    def _etcd_client(self, cluster: dict, files_of: str, exclude: str | None = None) -> etcd.Client:
+        """A client of the cluster's members with the healthcheck-client certificate of member ``files_of``."""
+        slug = clusters.slug(cluster["endpoint"])
+        p = etcd.member_dir(self.cfg, slug, files_of) / "pki"
+        urls = [etcd.client_url(m["ip"]) for n, m in cluster["etcd"]["members"].items() if n != exclude]
+        return etcd.Client(urls, p / "ca.crt", p / "healthcheck-client.crt", p / "healthcheck-client.key")
+
+    def _etcd_join(self, host, entry, boot: kubeadm.Bootstrap, cluster: dict, ip: str, now: float) -> None:
+        """kubeadm join's control-plane-join/etcd phase: add this host as a learner, start it, promote it.
+
+        As kubeadm: the member is added through the etcd API (with a client
+        certificate of the etcd CA the join data carries) unless a member
+        with this peer URL is there already; etcd refuses without quorum, and
+        after ``etcd_timeout`` of refusals the join fails.
+        """
+        if not (boot.etcd_ca_cert and boot.etcd_ca_key):
+            raise kubeadm.KubeadmError(
+                f"kubeadm join --control-plane: {kubeadm.PKI}/etcd/ca.crt and ca.key are not in write_files"
+            )
+        name, slug = boot.node_name, clusters.slug(cluster["endpoint"])
+        members = cluster["etcd"]["members"]
+        mine = members.get(name)
+        if mine is not None and (mine["host"], mine["instance"]) != (host.key, host.instance):
+            # that name belonged to another machine: its data is not this host's
+            etcd.stop(self.cfg, slug, name, wipe=True)
+            del members[name]
+            mine = None
+        if mine is None:
+            d = etcd.member_dir(self.cfg, slug, name)
+            etcd.write_pki(d, boot.etcd_ca_cert, boot.etcd_ca_key, name, ip)
+        first = entry.setdefault("etcd_first_try", now)
+        peer = etcd.peer_url(ip)
+        try:
+            client = self._etcd_client(cluster, files_of=name, exclude=name)
+            listed = client.member_list()
+            found = [m for m in listed if peer in (m.get("peerURLs") or [])]
+            if found:
+                learner = found[0]  # added by an earlier try: not added twice (kubeadm's addMember)
+            else:
+                resp = client.member_add(peer, learner=True)
+                learner, listed = resp["member"], resp.get("members") or []
+                LOG.info("%s: etcd member %s added as learner (%s)", host.key, name, learner["ID"])
+            if mine is None:
+                initial = ",".join(
+                    f"{name if peer in (m.get('peerURLs') or []) else (m.get('name') or format(int(m['ID']), 'x'))}"
+                    f"={(m.get('peerURLs') or [''])[0]}"
+                    for m in listed
+                )
+                mine = members[name] = self._member(host, name, ip, initial, "existing")
+            mine["id"] = learner["ID"]
+            self._start_member(cluster, mine, now)
+            if found and not found[0].get("isLearner"):
+                return
+            deadline = time.monotonic() + max(5.0, 4 * self.timing("poll"))
+            while True:
+                try:
+                    client.member_promote(int(learner["ID"]))
+                    LOG.info("%s: etcd member %s promoted to voter", host.key, name)
+                    return
+                except etcd.EtcdError as exc:
+                    if str(exc).endswith("can only promote a learner member"):
+                        return  # a voter already (ErrMemberNotLearner)
+                    if time.monotonic() > deadline:
+                        raise
+                time.sleep(ETCD_RETRY)
+        except (etcd.EtcdError, process.LabError) as exc:
+            if now - first > self.timing("etcd_timeout"):
+                raise kubelet.JoinError(f"error execution phase control-plane-join/etcd: {exc}", retry=False) from None
+            raise kubelet.JoinError(f"etcd: {exc}", retry=True) from None
+
+    def _proxy(self, cluster: dict) -> etcdproxy.Forwarder:
+        """The API server's pass-through to the cluster's running members (made on first use)."""
+        endpoint, state = cluster["endpoint"], cluster["etcd"]
+        fwd = self.proxies.get(endpoint)
+        if fwd is None:
+            fwd = self.proxies[endpoint] = etcdproxy.Forwarder(clusters.slug(endpoint), state.get("proxy_port") or 0)
+            if fwd.port != state.get("proxy_port"):
+                if state.get("proxy_port"):
+                    clusters.stop(self.cfg, endpoint)  # it points at the old port: restarted on the new one
+                state["proxy_port"] = fwd.port
+        slug = clusters.slug(endpoint)
+        fwd.targets = tuple(
+            (m["ip"], etcd.CLIENT_PORT) for n, m in state["members"].items() if etcd.running(self.cfg, slug, n)
+        )
+        return fwd
+
+    def _members(self, cluster: dict, hosts, now: float) -> None:
+        """Each member runs while its host is up, as the kubelet runs the static pod; a power-off stops it.
+
+        A member that exits by itself while its host is up (removed from the
+        cluster through the etcd API, say) is started again with the kubelet's
+        back-off, on its data dir as it is: what etcd makes of that shows.
+        """
+        slug = clusters.slug(cluster["endpoint"])
+        members = cluster.setdefault("etcd", {"proxy_port": 0, "members": {}})["members"]
+        with self.lock:
+            faulted = set(self.state.get("etcd_stopped") or [])
+        for name, m in list(members.items()):
+            state = self._member_state(hosts, [m["host"], m["instance"]])
+            up = etcd.running(self.cfg, slug, name)
+            if state != "gone" and f"{cluster['endpoint']}/{name}" in faulted:
+                if up:
+                    etcd.stop(self.cfg, slug, name)
+                    LOG.info("cluster %s: etcd member %s stopped (lab fault)", cluster["endpoint"], name)
+                m["was_running"] = False
+                continue
+            if state == "gone":
+                # deprovisioned or redeployed: the disk is wiped; the member stays in etcd's list until removed
+                etcd.stop(self.cfg, slug, name, wipe=True)
+                del members[name]
+                LOG.info("cluster %s: host of etcd member %s gone; its process and data go", cluster["endpoint"], name)
+            elif state == "down":
+                if up:
+                    etcd.stop(self.cfg, slug, name)
+                    LOG.info("cluster %s: etcd member %s stopped (host powered off)", cluster["endpoint"], name)
+                m["was_running"] = False
+            elif state == "up" and not up:
+                if m.get("was_running"):
+                    m["exits"] = m.get("exits", 0) + 1
+                    m["next_start"] = now + _backoff(m["exits"])
+                    m["was_running"] = False
+                    LOG.warning(
+                        "cluster %s: etcd member %s exited (%d times); restarting in %.0fs: %s",
+                        cluster["endpoint"],
+                        name,
+                        m["exits"],
+                        m["next_start"] - now,
+                        process.tail(self.cfg, etcd.process_name(slug, name), 3),
+                    )
+                if now >= m.get("next_start", 0.0):
+                    try:
+                        self._start_member(cluster, m, now)
+                    except Exception as exc:  # noqa: BLE001 - retried after the back-off
+                        m["exits"] = m.get("exits", 0) + 1
+                        m["next_start"] = now + _backoff(m["exits"])
+                        LOG.warning("cluster %s: etcd member %s: %s", cluster["endpoint"], name, exc)
+        self._proxy(cluster)
 
     def _register(self, api, host, entry, boot, cluster, ip, now, phase) -> None:
         kubelet.register(api, boot, ip=ip, version=cluster.get("version"), system_uuid=host.system_uuid, now=now)
@@ -236,6 +461,9 @@ class Simulator:
 
     def _forget_cluster(self, endpoint: str) -> None:
         self.state["clusters"].pop(endpoint, None)
+        fwd = self.proxies.pop(endpoint, None)
+        if fwd is not None:
+            fwd.close()
         for key in [k for k, n in self.state["nodes"].items() if n["endpoint"] == endpoint]:
             del self.state["nodes"][key]
 
@@ -263,11 +491,12 @@ class Simulator:
                 clusters.stop(self.cfg, endpoint, purge=True)
                 self._forget_cluster(endpoint)
                 continue
+            self._members(cluster, hosts, time.time())
             cp = [self._member_state(hosts, p) for p in cluster["control_plane"]]
             want = any(s in ("up", "unknown") for s in cp)
             if want and not clusters.running(self.cfg, endpoint):
                 try:
-                    clusters.start(self.cfg, cluster)
+                    clusters.start(self.cfg, cluster, self._proxy(cluster).port, wait_ready=False)
                 except Exception as exc:  # noqa: BLE001 - retried next round
                     LOG.warning("cluster %s: API server: %s", endpoint, exc)
             elif not want and clusters.running(self.cfg, endpoint):
@@ -278,10 +507,16 @@ class Simulator:
         with self.lock:
             stopped = set(self.state["kubelet_stopped"])
         renew, report, grace = self.timing("lease_renew"), self.timing("status_report"), self.timing("grace")
+        ready: dict[str, bool] = {}
         for key, node in list(self.state["nodes"].items()):
             endpoint = node["endpoint"]
             cluster = self.state["clusters"].get(endpoint)
             if cluster is None or not clusters.running(self.cfg, endpoint):
+                continue
+            if endpoint not in ready:
+                # without etcd quorum every write would hang until it times out: no kubelet gets through then
+                ready[endpoint] = clusters.ready(self.cfg, cluster)
+            if not ready[endpoint]:
                 continue
             if not self._answered(node["host"]):
                 continue
@@ -303,3 +538,28 @@ class Simulator:
             if node["unknown"] and self._member_state(hosts, [node["host"], node["instance"]]) == "gone":
                 # that kubelet is gone for good; the Node stays (the collection deletes it, as Cluster API does)
                 del self.state["nodes"][key]
+
+
+def _backoff(exits: int) -> float:
+    return min(BACKOFF_FIRST * 2 ** (exits - 1), BACKOFF_MAX)
+
+
+def _etcd_address(boot: kubeadm.Bootstrap, ip: str | None, host_key: str) -> str:
+    """The address kubeadm gives the host's etcd member: localAPIEndpoint.advertiseAddress, else the host's.
+
+    A host the lab knows no address of (a fake-hardware node without a lab
+    port or network_data) gets one of 127.200.0.0-127.254.255.255 derived from
+    its key, as a real host always has some interface address.
+    """
+    import hashlib
+    import ipaddress
+
+    addr = boot.advertise_address or ip
+    if not addr:
+        h = hashlib.sha256(host_key.encode()).digest()
+        addr = f"127.{200 + h[0] % 55}.{h[1]}.{1 + h[2] % 254}"
+    if not ipaddress.ip_address(addr).is_loopback:
+        raise kubeadm.KubeadmError(
+            f"kubeadm {boot.phase}: etcd member {boot.node_name} would advertise {addr}; the lab binds 127.0.0.0/8 only"
+        )
+    return addr

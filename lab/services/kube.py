@@ -9,9 +9,10 @@ the garbage-collector, namespace and service-account controllers, so
 ownerReferences cascade, deleted namespaces really go away and new namespaces
 get their ``default`` ServiceAccount, as in a real cluster.
 
-``start_apiserver`` starts further API servers on the same etcd, each under
-its own ``--etcd-prefix`` and serving with a CA it is given: the node
-simulator gives each workload cluster its own API server that way.
+``start_apiserver`` starts further API servers serving with a CA they are
+given, on this etcd under their own ``--etcd-prefix`` or on another etcd
+(``etcd_servers``/``etcd_tls``): the node simulator gives each workload
+cluster its own API server on the cluster's own etcd members that way.
 """
 
 from __future__ import annotations

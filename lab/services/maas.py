@@ -1,6 +1,7 @@
 """The MAAS simulator (lab/maas_sim) as a lab service.
 
-One process on 127.0.0.1:``cfg.ports.maas``, started and stopped by PID. The
+One process on 127.0.0.1:``cfg.ports.maas`` (HTTP) and the next port (HTTPS, a certificate from the
+lab CA in ``cfg.data("maas")/tls/ca.pem``), started and stopped by PID. The
 admin API key (``consumer:token:secret``) is made once and kept in
 ``cfg.data("maas")/api_key`` (mode 0600) so tests and playbooks read it from
 there; the admin password for the login flow is in ``.../password``.
@@ -27,6 +28,23 @@ NAME = "maas"
 def url(cfg: LabConfig) -> str:
     """The MAAS URL clients are given (python-libmaas appends api/2.0/)."""
     return f"http://{cfg.host}:{cfg.ports.maas}/MAAS/"
+
+
+def tls_port(cfg: LabConfig) -> int:
+    """The HTTPS port: the one after the HTTP port (lab/config.py has no field of its own for it)."""
+    return cfg.ports.maas + 1
+
+
+def tls_url(cfg: LabConfig) -> str:
+    """The same API over HTTPS, with a certificate from the lab's CA (``ca_file``)."""
+    return f"https://{cfg.host}:{tls_port(cfg)}/MAAS/"
+
+
+def tls_files(cfg: LabConfig) -> tuple[Path, Path, Path]:
+    """(CA, server certificate, server key), made once per lab dir."""
+    from lab.maas_sim import tls
+
+    return tls.make_server_cert(cfg.data(NAME) / "tls", [cfg.host, "localhost"])
 
 
 def api_key_file(cfg: LabConfig) -> Path:
@@ -67,6 +85,10 @@ def up(cfg: LabConfig) -> dict:
         raise process.LabError(f"port {cfg.host}:{cfg.ports.maas} is taken by something that is not the lab's MAAS")
     argv = [_python(), "-m", "lab.maas_sim", "--host", cfg.host, "--port", str(cfg.ports.maas),
             "--api-key", api_key(cfg), "--password", password(cfg)]  # fmt: skip
+    if process.port_open(cfg.host, tls_port(cfg)) and process.pid_of(cfg, NAME) is None:
+        raise process.LabError(f"port {cfg.host}:{tls_port(cfg)} is taken by something that is not the lab's MAAS")
+    _ca, cert, key = tls_files(cfg)
+    argv += ["--tls-port", str(tls_port(cfg)), "--tls-cert", str(cert), "--tls-key", str(key)]
     if os.environ.get("BMCAPI_MAAS_SNAPSHOT"):
         argv += ["--snapshot", os.environ["BMCAPI_MAAS_SNAPSHOT"]]
     if os.environ.get("BMCAPI_MAAS_TIMINGS"):
@@ -89,6 +111,8 @@ def status(cfg: LabConfig) -> dict:
         "api_key": api_key(cfg),
         "username": "admin",
         "control_url": url(cfg) + "_sim/",
+        "tls_url": tls_url(cfg),
+        "ca_file": str(tls_files(cfg)[0]),
     }
 
 

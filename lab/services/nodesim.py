@@ -1,8 +1,9 @@
 """Lab service "nodesim": the node simulator (lab/nodesim) as one background process.
 
 ``nodesim`` polls Ironic and the MAAS simulator and plays cloud-init, kubeadm
-and the kubelet of every provisioned host; the workload API servers it starts
-(``nodesim-api-<host>-<port>``) are lab processes of their own, stopped with it.
+and the kubelet of every provisioned host; the workload API servers
+(``nodesim-api-<host>-<port>``) and etcd members (``nodesim-etcd-<host>-<port>-<node>``)
+it starts are lab processes of their own, stopped with it.
 State: ``cfg.data("nodesim")/state.json``.  Control API: 127.0.0.1:ports.node_simulator.
 """
 
@@ -14,7 +15,7 @@ import sys
 
 from lab import process
 from lab.config import REPO, LabConfig
-from lab.nodesim import client, clusters
+from lab.nodesim import client, clusters, etcd
 
 NAME = "nodesim"
 
@@ -24,11 +25,10 @@ def _url(cfg: LabConfig) -> str:
 
 
 def up(cfg: LabConfig) -> dict:
-    # workload API servers run on the shared etcd (lab service "kube")
-    from lab.services import kube
+    # each workload cluster runs its own etcd members and API server: the binaries must be there
+    from lab.kube_build import build
 
-    if not kube.status(cfg).get("healthy"):
-        kube.up(cfg)
+    build.build(cfg)
     if process.pid_of(cfg, NAME) is None and process.port_open(cfg.host, cfg.ports.node_simulator):
         raise process.LabError(f"port {cfg.host}:{cfg.ports.node_simulator} is taken by something else")
     python = REPO / ".venv" / "bin" / "python"
@@ -45,15 +45,25 @@ def up(cfg: LabConfig) -> dict:
     return {"control": _url(cfg), "state": str(cfg.data(NAME) / "state.json")}
 
 
+def _workload_processes(cfg: LabConfig) -> list[str]:
+    return clusters.running_names(cfg) + etcd.running_names(cfg)
+
+
 def down(cfg: LabConfig) -> None:
     process.stop(cfg, NAME)
-    for name in clusters.running_names(cfg):
+    for name in _workload_processes(cfg):
         process.stop(cfg, name)
 
 
 def status(cfg: LabConfig) -> dict:
     pid = process.pid_of(cfg, NAME)
-    out: dict = {"healthy": False, "pid": pid, "control": _url(cfg), "api_servers": clusters.running_names(cfg)}
+    out: dict = {
+        "healthy": False,
+        "pid": pid,
+        "control": _url(cfg),
+        "api_servers": clusters.running_names(cfg),
+        "etcd_members": etcd.running_names(cfg),
+    }
     if pid is None:
         return out
     try:
@@ -66,17 +76,14 @@ def status(cfg: LabConfig) -> dict:
 
 
 def reset(cfg: LabConfig) -> None:
-    """Forget every host and cluster: API servers stopped, their etcd keys dropped, state emptied."""
+    """Forget every host and cluster: API servers and etcd members stopped, their data dropped, state emptied."""
     was_running = process.pid_of(cfg, NAME) is not None
     process.stop(cfg, NAME)
-    for name in clusters.running_names(cfg):
+    for name in _workload_processes(cfg):
         process.stop(cfg, name)
-    from lab.services import kube
-
-    if kube.status(cfg).get("healthy"):
-        kube.purge_etcd_prefix(cfg, "/nodesim")
     shutil.rmtree(cfg.data(NAME), ignore_errors=True)
-    for path in (cfg.root / "data").glob(clusters.PREFIX + "*"):
-        shutil.rmtree(path, ignore_errors=True)
+    for prefix in (clusters.PREFIX, etcd.PREFIX):
+        for path in (cfg.root / "data").glob(prefix + "*"):
+            shutil.rmtree(path, ignore_errors=True)
     if was_running:
         up(cfg)

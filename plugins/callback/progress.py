@@ -10,9 +10,10 @@ type: aggregate
 short_description: A line per machine as it moves, and each cluster's machine table at the end
 version_added: 0.1.0
 description:
-  - For M(baremetal.capi.cluster_machines) tasks run in C(until) loops of short rounds (the
-    C(baremetal.capi.machines) role does this), prints one line for each machine whose state, host, address, Node
-    readiness or message changed since the previous round, as each retry comes back.
+  - M(baremetal.capi.cluster_machines) prints a line per machine change itself, as it happens (it runs in the
+    ansible-playbook process). For that module run one round at a time in an C(until) loop of your own, this
+    prints one line for each machine whose state, host, address, Node readiness or message changed since the
+    previous round, as each retry comes back.
   - At the end of the playbook, prints the last machine table (machine, role, host or system id, address, state,
     providerID, Node ready) of every cluster that was converged.
   - Works beside any stdout callback (the default one included); enable it with C(callbacks_enabled).
@@ -70,11 +71,18 @@ class CallbackModule(CallbackBase):
     def v2_runner_retry(self, result):
         self._rows(result, final=False)
 
+    def _table(self, result) -> None:
+        # the task streamed its own lines; only its last table is kept, for the end
+        cluster = self._cluster(result)
+        rows = result._result.get("machines")
+        if cluster is not None and isinstance(rows, list):
+            self._tables[cluster] = rows
+
     def v2_runner_on_ok(self, result):
-        self._rows(result, final=True)
+        self._table(result)
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
-        self._rows(result, final=True)
+        self._table(result)
 
     def v2_playbook_on_stats(self, stats):
         for cluster, rows in sorted(self._tables.items()):

@@ -21,8 +21,16 @@ options:
   maas_validate_certs:
     description:
       - Whether to verify the MAAS region's TLS certificate (CAPMAAS never does; this collection does unless told).
+      - V(false) is reported as a warning for an C(https) URL.
     type: bool
     default: true
+  maas_ca_bundle:
+    description:
+      - PEM file of the CA certificates to verify the MAAS region's TLS certificate with, instead of the
+        system's CAs (a region with C(maas config-tls enable) and a private CA).
+      - When not set, the E(MAAS_CA_BUNDLE) environment variable.
+      - Ignored when O(maas_validate_certs=false).
+    type: path
 requirements:
   - python-libmaas >= 0.6.8
 """

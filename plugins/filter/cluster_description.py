@@ -17,11 +17,14 @@ away from Ansible's templating (a filter's output is never templated again).
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
 
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import description
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.store.base import default_sqlite_path
 
 CAPI = "cluster.x-k8s.io"
@@ -87,7 +90,7 @@ def _hash(spec) -> str:
 def names(desc: dict) -> dict:
     """The names of what the description makes; worker pools as they become MachineDeployments."""
     desc = plain(desc)
-    _provider(desc)
+    _checked(desc, description.check_types)
     cname = desc["name"]
     deployments = []
     for pool in desc.get("workers") or []:
@@ -250,6 +253,21 @@ def _deployments_of(desc: dict, pool: dict) -> list[dict]:
     return out
 
 
+def _kcp_rollout(rollout: dict) -> dict:
+    """control_plane.rollout -> KCP ``spec.rollout`` (after, before.certificatesExpiryDays, strategy)."""
+    out: dict = {}
+    if rollout.get("after"):
+        out["after"] = str(rollout["after"])
+    if rollout.get("certificates_expiry_days") is not None:
+        out["before"] = {"certificatesExpiryDays": int(rollout["certificates_expiry_days"])}
+    if rollout.get("max_surge") is not None:
+        surge = int(rollout["max_surge"])
+        if surge not in (0, 1):
+            raise DescriptionError(f"capi_cluster.control_plane.rollout.max_surge: must be 0 or 1, got {surge}")
+        out["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": surge}}
+    return out
+
+
 def _machine_objects(desc: dict, bootstrap: dict) -> list[dict]:
     cname, version = desc["name"], _version(desc)
     cp = desc.get("control_plane") or {}
@@ -263,6 +281,9 @@ def _machine_objects(desc: dict, bootstrap: dict) -> list[dict]:
         "machineTemplate": {"spec": {"infrastructureRef": _ref(cp_template)}},
         "kubeadmConfigSpec": kubeadm_config_spec(desc, control_plane=True),
     }
+    rollout = _kcp_rollout(cp.get("rollout") or {})
+    if rollout:
+        kcp["spec"]["rollout"] = rollout
     out.append(kcp)
     for pool in desc.get("workers") or []:
         template = _infra_template(desc, pool["name"], pool)
@@ -288,11 +309,17 @@ def _machine_objects(desc: dict, bootstrap: dict) -> list[dict]:
     return out
 
 
+def _checked(desc, check=description.check) -> None:
+    """The description's own rules first: a bad type is named, never met by the mapping as a crash."""
+    try:
+        check(desc)
+    except Invalid as exc:
+        raise DescriptionError(str(exc)) from None
+
+
 def objects(desc: dict, part: str) -> list[dict]:
     desc = plain(desc)
-    if not isinstance(desc, dict) or not desc.get("name"):
-        raise DescriptionError("capi_cluster: a dict with at least name and provider is required")
-    _provider(desc)
+    _checked(desc)
     bootstrap = {p["name"]: _config_template(desc, p) for p in desc.get("workers") or []}
     if part == "cluster":
         return _cluster_objects(desc)
@@ -300,7 +327,9 @@ def objects(desc: dict, part: str) -> list[dict]:
         return list(bootstrap.values())
     if part == "machines":
         return _machine_objects(desc, bootstrap)
-    raise DescriptionError(f"capi_objects: part must be cluster, bootstrap or machines, got {part!r}")
+    if part == "all":  # what cluster_validate admits together
+        return _cluster_objects(desc) + list(bootstrap.values()) + _machine_objects(desc, bootstrap)
+    raise DescriptionError(f"capi_objects: part must be cluster, bootstrap, machines or all, got {part!r}")
 
 
 def scaled(desc: dict, control_plane=None, workers=None) -> dict:
@@ -337,6 +366,7 @@ COLUMNS = (
     ("state", "STATE"),
     ("providerID", "PROVIDER ID"),
     ("nodeReady", "NODE READY"),
+    ("certificatesExpiry", "CERTS EXPIRE"),
 )
 
 
@@ -344,6 +374,8 @@ def _cell(row: dict, key: str) -> str:
     value = row.get(key)
     if key == "nodeReady":
         return {True: "True", False: "False"}.get(value, "-")
+    if key == "certificatesExpiry" and value:
+        return str(value)[:10]  # the date is what an operator plans by
     return "-" if value in (None, "") else str(value)
 
 
@@ -353,6 +385,9 @@ def machine_table(rows: list[dict], title: str | None = None) -> list[str]:
     cells = [[h for _k, h in COLUMNS]] + [[_cell(r, k) for k, _h in COLUMNS] for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(COLUMNS))]
     lines = ["  ".join(c[i].ljust(widths[i]) for i in range(len(COLUMNS))).rstrip() for c in cells]
+    ca = sorted({r["caExpiry"] for r in rows if r.get("caExpiry")})
+    if ca:
+        lines.append(f"cluster CA expires {', '.join(ca)}")
     return ([title] if title else []) + lines
 
 
@@ -370,12 +405,32 @@ def progress_line(row: dict) -> str:
     return " ".join(parts)
 
 
+def _named_errors(fn):
+    """Every failure of a filter as an AnsibleFilterError with its message (never "Unknown error")."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from ansible.errors import AnsibleFilterError
+
+        try:
+            return fn(*args, **kwargs)
+        except (DescriptionError, Invalid) as exc:
+            raise AnsibleFilterError(str(exc)) from None
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise AnsibleFilterError(f"{fn.__name__}: {type(exc).__name__}: {exc}") from exc
+
+    return wrapper
+
+
 class FilterModule:
     def filters(self):
         return {
-            "capi_objects": objects,
-            "capi_names": names,
-            "capi_scaled": scaled,
-            "capi_kubeadm_config_spec": kubeadm_config_spec,
-            "capi_machine_table": machine_table,
+            name: _named_errors(fn)
+            for name, fn in {
+                "capi_objects": objects,
+                "capi_names": names,
+                "capi_scaled": scaled,
+                "capi_kubeadm_config_spec": kubeadm_config_spec,
+                "capi_machine_table": machine_table,
+            }.items()
         }

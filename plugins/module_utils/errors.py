@@ -56,3 +56,17 @@ class Requeue(CapiError):
 
 class Timeout(CapiError):
     pass
+
+
+class NoHostAvailable(Requeue):
+    """No BareMetalHost (or MAAS machine) can be given to a machine now: requeued, and named at the deadline.
+
+    ``selector``, ``failure_domain``, ``seen`` (how many candidates were listed) and ``skipped`` (candidate
+    name -> why it was not taken) say why, so the deadline's message is more than a timeout.
+    """
+
+    def __init__(self, message: str, *, selector: str = "", failure_domain: str | None = None, seen: int = 0,
+                 skipped: dict | None = None, after: float = 30.0, **kw):  # fmt: skip
+        super().__init__(message, after=after, **kw)
+        self.selector, self.failure_domain, self.seen = selector, failure_domain, seen
+        self.skipped = dict(skipped or {})

@@ -86,6 +86,7 @@ def maas_argument_spec() -> dict:
         maas_url=dict(type="str", fallback=(env_fallback, ["MAAS_URL"])),
         maas_api_key=dict(type="str", no_log=True, fallback=(env_fallback, ["MAAS_API_KEY"])),
         maas_validate_certs=dict(type="bool", default=True),
+        maas_ca_bundle=dict(type="path", fallback=(env_fallback, ["MAAS_CA_BUNDLE"])),
     )
 
 
@@ -116,6 +117,29 @@ def secret_values(obj) -> list[str]:
     return values
 
 
+def store_options(params: dict, no_log_values: set) -> dict:
+    """The ``store`` option of ``params`` with kind resolved and the K8S_AUTH_* fallbacks applied.
+
+    A module (``CapiModule.store_options``) and an action plugin running the engine on the controller share it;
+    an API key read from the environment is added to ``no_log_values``.
+    """
+    given = dict(params.get("store") or {})
+    kind = given.get("kind") or os.environ.get(STORE_KIND_ENV) or "sqlite"
+    given["kind"] = kind
+    if kind == "sqlite":
+        given["path"] = given.get("path") or os.environ.get(STORE_PATH_ENV) or None
+    elif kind == "kubernetes":
+        for option, env in K8S_ENV.items():
+            if given.get(option) is None and os.environ.get(env):
+                value = os.environ[env]
+                if option == "validate_certs":
+                    value = boolean(value, strict=False)
+                elif option == "api_key":
+                    no_log_values.add(value)
+                given[option] = value
+    return given
+
+
 class CapiModule(AnsibleModule):
     """AnsibleModule plus the collection's common options, store and error path."""
 
@@ -134,21 +158,7 @@ class CapiModule(AnsibleModule):
 
     def store_options(self) -> dict:
         """The ``store`` option with kind resolved and the K8S_AUTH_* fallbacks applied."""
-        given = dict(self.params.get("store") or {})
-        kind = given.get("kind") or os.environ.get(STORE_KIND_ENV) or "sqlite"
-        given["kind"] = kind
-        if kind == "sqlite":
-            given["path"] = given.get("path") or os.environ.get(STORE_PATH_ENV) or None
-        elif kind == "kubernetes":
-            for option, env in K8S_ENV.items():
-                if given.get(option) is None and os.environ.get(env):
-                    value = os.environ[env]
-                    if option == "validate_certs":
-                        value = boolean(value, strict=False)
-                    elif option == "api_key":
-                        self.no_log_values.add(value)
-                    given[option] = value
-        return given
+        return store_options(self.params, self.no_log_values)
 
     @property
     def namespace(self) -> str:
@@ -156,12 +166,15 @@ class CapiModule(AnsibleModule):
         return (self.params.get("store") or {}).get("namespace") or "default"
 
     def maas_options(self) -> dict:
-        """``url``, ``api_key``, ``validate_certs`` of the MAAS connection; fails when one is missing."""
+        """``url``, ``api_key``, ``validate_certs``, ``ca_bundle`` of the MAAS connection; fails when one is missing."""
         url, key = self.params.get("maas_url"), self.params.get("maas_api_key")
         missing = [name for name, value in (("maas_url", url), ("maas_api_key", key)) if not value]
         if missing:
             self.fail_json(msg=f"{' and '.join(missing)} required (or the MAAS_URL / MAAS_API_KEY variables)")
-        return dict(url=url, api_key=key, validate_certs=self.params.get("maas_validate_certs", True))
+        validate = self.params.get("maas_validate_certs", True)
+        if not validate and url.lower().startswith("https:"):
+            self.warn(f"maas_validate_certs=false: the TLS certificate of {url} is not verified")
+        return dict(url=url, api_key=key, validate_certs=validate, ca_bundle=self.params.get("maas_ca_bundle"))
 
     # -- the store -----------------------------------------------------------
 

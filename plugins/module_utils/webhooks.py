@@ -21,10 +21,19 @@ def _registry() -> dict:
     from ansible_collections.baremetal.capi.plugins.module_utils.maas import state as maas_state
     from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import cluster as m3_cluster
     from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import data_webhooks, host_spec, ipaddr
+    from ansible_collections.baremetal.capi.plugins.module_utils.model import template_webhooks as tw
     from ansible_collections.baremetal.capi.plugins.module_utils.remediation import common as remediation
 
     def plain(validate):
         return lambda obj, old: validate(obj)
+
+    def both(first, then):
+        # the rule that compares with the old object first: upstream refuses the update before anything else
+        def run(obj, old):
+            then(obj, old)
+            first(obj)
+
+        return run
 
     return {
         # kind key: (default(obj) -> obj or None, validate(obj, old))
@@ -46,8 +55,12 @@ def _registry() -> dict:
         ),
         "IPPool.ipam.metal3.io": (None, ipaddr.validate_pool),
         "IPClaim.ipam.metal3.io": (None, ipaddr.validate_claim),
-        "MaasCluster.infrastructure.cluster.x-k8s.io": (None, plain(maas_cluster.validate)),
-        "MaasMachine.infrastructure.cluster.x-k8s.io": (None, plain(maas_state.validate)),
+        "IPAddress.ipam.metal3.io": (None, tw.validate_metal3_ipaddress),
+        "Metal3MachineTemplate.infrastructure.cluster.x-k8s.io": (None, tw.validate_metal3_machine_template),
+        "Metal3ClusterTemplate.infrastructure.cluster.x-k8s.io": (None, tw.validate_metal3_cluster_template),
+        "MaasCluster.infrastructure.cluster.x-k8s.io": (None, both(maas_cluster.validate, tw.validate_maas_cluster)),
+        "MaasMachine.infrastructure.cluster.x-k8s.io": (None, both(maas_state.validate, tw.validate_maas_machine)),
+        "MaasMachineTemplate.infrastructure.cluster.x-k8s.io": (None, tw.validate_maas_machine_template),
         "KubeadmControlPlane.controlplane.cluster.x-k8s.io": (None, plain(control_plane.validate_control_plane)),
         "MachineDeployment.cluster.x-k8s.io": (None, plain(deployment.validate_deployment)),
     }

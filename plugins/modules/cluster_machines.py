@@ -10,10 +10,10 @@ module: cluster_machines
 short_description: Converge all machines of a cluster, as the Cluster API controllers do together
 version_added: 0.1.0
 description:
-  - Reconciles, in rounds, everything that makes a cluster's machines - the way the KubeadmControlPlane,
+  - Reconciles everything that makes a cluster's machines - the way the KubeadmControlPlane,
     MachineDeployment/MachineSet, kubeadm bootstrap, Machine and infrastructure (Metal3 or MAAS) controllers would
     together, since none of them runs.
-  - Each round - the Cluster's infrastructure is marked provisioned; the KubeadmControlPlane creates or deletes at
+  - The controllers - the Cluster's infrastructure is marked provisioned; the KubeadmControlPlane creates or deletes at
     most one Machine (the first control plane is initialised before any join, joins go one at a time once every
     control-plane Machine has a Node; scale-down picks the victim as KCP does); every MachineDeployment keeps a
     MachineSet for its template and scales it (a template change rolls to a new MachineSet); Machines whose
@@ -21,9 +21,17 @@ description:
     Machines that lack it (C(kubeadm init) on the first control plane, C(kubeadm join) with a bootstrap token written
     into the workload cluster for the others); every infrastructure machine (Metal3Machine or MaasMachine) takes one
     reconcile step, concurrently; deleting Machines take one Cluster API delete step.
-  - With O(wait), rounds repeat until every Machine is Running with a Ready Node and nothing is left to create or
-    delete, or until O(wait_timeout). Without it, one round is done and RV(converged) says whether more are needed -
-    a role can loop on it with C(until) and show progress between attempts.
+  - With O(wait), there are no rounds - the controllers above run as one item of a loop and every machine as its
+    own item, each stepped again as soon as its own dependencies allow (a machine never waits for the slowest one),
+    with short adaptive polls, until every Machine is Running with a Ready Node and nothing is left to create or
+    delete, or until O(wait_timeout). A step's error is retried with backoff, as a controller requeues it, and
+    fails the task only at the deadline; bad input fails at once. Without O(wait), one round is done and
+    RV(converged) says whether more are needed.
+  - The task runs on the controller inside the ansible-playbook process (the action plugin of the same name) -
+    every client (store, openstacksdk, MAAS, workload API) is opened once for the whole task, and a line is
+    printed for each machine whose state, host, address, Node readiness or message changes, as it happens (with
+    C(-v), the time since the start and since that machine's previous change). On a host reached through another
+    connection than C(local), the module runs there instead, the same loop without the streamed lines.
   - In check mode nothing is written; the result says which Machines would be created or deleted and what each
     machine's next step is.
 author:
@@ -84,11 +92,21 @@ options:
     type: int
     default: 1800
   wait_sleep:
-    description: Seconds between two rounds.
+    description:
+      - The longest wait between two steps of a machine while nothing moves. After a change a machine is stepped
+        again after a quarter of a second, and the wait doubles while nothing moves, up to this.
     type: float
     default: 2
+  stop_when:
+    description:
+      - V(converged) waits for the whole cluster. V(control_plane_deployed) stops as soon as the first
+        control-plane machine is deployed (MAAS - its address is in the DNS record then), so that a kubeconfig
+        for that address can be written before the rest converges.
+    type: str
+    choices: [converged, control_plane_deployed]
+    default: converged
   workers:
-    description: How many machines are reconciled at the same time in a round.
+    description: How many machines are reconciled at the same time.
     type: int
     default: 8
 """
@@ -101,15 +119,12 @@ EXAMPLES = r"""
     host_driver_options:
       cloud: metal3
 
-- name: One round at a time, with progress between rounds
+- name: One round only (every machine one step), to see what the next steps are
   baremetal.capi.cluster_machines:
     cluster: demo
     namespace: demo
     wait: false
   register: round
-  until: round.converged
-  retries: 600
-  delay: 3
 """
 
 RETURN = r"""
@@ -118,7 +133,7 @@ converged:
   returned: always
   type: bool
 machines:
-  description: One row per Machine of the cluster, after the last round.
+  description: One row per Machine of the cluster, at the end.
   returned: always
   type: list
   elements: dict
@@ -148,120 +163,39 @@ machines:
       description: Whether that Node is Ready.
       type: bool
     message:
-      description: What the last round did for this machine, or why it waits.
+      description: What the last step did for this machine, or why it waits.
       type: str
 messages:
-  description: What the control plane and each MachineDeployment did in the last round.
+  description: What the control plane and each MachineDeployment did in their last step.
   returned: always
   type: list
   elements: str
 rounds:
-  description: How many rounds ran.
+  description: How many times the cluster-level controllers ran (1 without O(wait)).
+  returned: always
+  type: int
+steps:
+  description: How many steps ran in all (the cluster-level ones and every machine's).
   returned: always
   type: int
 """
 
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import converge_task  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
-
-_INFRA = {"metal3": "Metal3Machine", "maas": "MaasMachine"}
-_CLUSTER_KIND = {"Metal3Cluster": "metal3", "MaasCluster": "maas"}
-
-
-def _manager(module, provider, store):
-    p = module.params
-    if provider == "metal3":
-        from ansible_collections.baremetal.capi.plugins.module_utils.hosts.base import get_driver
-        from ansible_collections.baremetal.capi.plugins.module_utils.metal3.machine import MachineManager
-
-        driver = get_driver(p["host_driver"], p["host_driver_options"])
-        return MachineManager(store, driver, workload_kubeconfig=p["workload_kubeconfig"]), driver.close
-    from ansible_collections.baremetal.capi.plugins.module_utils.maas import client as maas_client
-    from ansible_collections.baremetal.capi.plugins.module_utils.maas.machine import MachineManager
-
-    client = maas_client.connect(module.maas_options())
-    mgr = MachineManager(store, client, workload_kubeconfig=p["workload_kubeconfig"], disable_swap=p["disable_swap"])
-    return mgr, (lambda: None)
 
 
 def main():
-    module = CapiModule(
-        argument_spec=dict(
-            cluster=dict(type="str", required=True),
-            namespace=dict(type="str"),
-            provider=dict(type="str", choices=["metal3", "maas"]),
-            host_driver=dict(type="str", choices=["ironic", "external"], default="ironic"),
-            host_driver_options=dict(type="dict", default={}),
-            disable_swap=dict(type="bool", default=True),
-            workload_kubeconfig=dict(type="str", no_log=True),
-            token_ttl=dict(type="int", default=14400, no_log=False),
-            user_data_template=dict(type="str"),
-            wait=dict(type="bool", default=True),
-            wait_timeout=dict(type="int", default=1800),
-            wait_sleep=dict(type="float", default=2),
-            workers=dict(type="int", default=8),
-        ),
-        maas=True,
-        supports_check_mode=True,
-    )
-    p = module.params
-    ns = p["namespace"] or module.namespace
+    module = CapiModule(argument_spec=converge_task.ARGUMENT_SPEC, maas=True, supports_check_mode=True)
+    ns = module.params["namespace"] or module.namespace
     with module.errors():
-        from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import kubeadm
-        from ansible_collections.baremetal.capi.plugins.module_utils.capi.converge import Converger
-
-        store = module.store
-        cluster = store.get("Cluster", p["cluster"], ns)
-        infra_kind = ((cluster.get("spec") or {}).get("infrastructureRef") or {}).get("kind")
-        provider = p["provider"] or _CLUSTER_KIND.get(infra_kind)
-        if provider is None:
-            module.fail(
-                f"Cluster {ns}/{p['cluster']}: spec.infrastructureRef: neither Metal3Cluster nor MaasCluster; "
-                "set provider"
-            )
-        mgr, close = _manager(module, provider, store)
-        try:
-            conv = Converger(
-                store,
-                mgr,
-                p["cluster"],
-                ns,
-                infra_kind=_INFRA[provider],
-                workers=p["workers"],
-                token_ttl=p["token_ttl"],
-                kubeconfig=p["workload_kubeconfig"],
-                user_data_template=kubeadm.user_data_template(p["user_data_template"]),
-            )
-            if p["wait"] and not module.check_mode:
-                report = conv.converge(timeout=p["wait_timeout"], poll=p["wait_sleep"])
-            else:
-                report = conv.round(check=module.check_mode)
-                report["rounds"] = 1
-                report["timed_out"] = False
-        finally:
-            close()
-    result = dict(
-        converged=report["done"], machines=report["machines"], messages=report["messages"], rounds=report["rounds"]
-    )
-    failed = [r for r in report["machines"] if r.get("failed")]
-    if failed:
-        module.fail(
-            "; ".join(f"Machine {ns}/{r['machine']}: {r['message']}" for r in failed),
-            changed=report["changed"],
-            **result,
+        report = converge_task.run(
+            module.params, module.store, ns, maas_options=module.maas_options, check_mode=module.check_mode
         )
-    if p["wait"] and not module.check_mode and not report["done"]:
-        waiting = [
-            f"{r['machine']} ({r['state']}): {r['message']}"
-            for r in report["machines"]
-            if not (r["state"] == "Running" and r["nodeReady"])
-        ]
-        module.fail(
-            f"cluster {ns}/{p['cluster']} not converged after {p['wait_timeout']}s: "
-            + "; ".join(waiting + report["messages"]),
-            changed=report["changed"],
-            **result,
-        )
-    module.exit(report["changed"], **result)
+    result, failure = converge_task.outcome(module.params, ns, report, module.check_mode)
+    changed = bool(report["changed"])
+    if failure:
+        module.fail(failure, changed=changed, **result)
+    module.exit(changed, **result)
 
 
 if __name__ == "__main__":

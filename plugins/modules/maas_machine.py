@@ -19,9 +19,23 @@ description:
     C(maas:///<zone>/<system_id>) at once, sets C(swap_size=0) (see O(disable_swap)), deploys with the bootstrap
     data base64-encoded as C(user_data), C(osystem)/C(distro_series) split from C(image) (C(custom) when it has no
     C(/)) and C(ephemeral_deploy) from C(deployInMemory).
-  - A deployment that ends in C(Failed deployment) or a machine that goes C(Broken) is released and forgotten; that
+  - With C(spec.lxd.enabled) (CAPMAAS's LXD VM path) the machine is a VM composed on an LXD VM host first - named
+    from the C(maas.spectrocloud.com/vm-name) annotation or C(vm-<name>-<uid[:5]>), on the host in the failure
+    domain and C(resourcePool) with the most free memory that has C(minCPU) cores, C(minMemory) MiB and
+    max(C(minDiskSize), C(lxd.vmConfig.diskSize), default 60) GB free - then allocated by its system_id once MAAS
+    has commissioned it and deployed to disk; O(state=absent) releases and deletes it, which decomposes the VM.
+  - C(spec.staticIP) (C({ip, cidr}), spectro-master's field) gives the boot interface that static address before
+    deploying (its links unlinked, one STATIC link on the subnet); a bad address is refused before allocation.
+  - C(spec.deployInMemory=true) deploys ephemerally (MAAS C(ephemeral_deploy)); the OS runs from memory, the disks
+    are not touched, and a reboot brings back only what MAAS serves again.
+  - A deployment that ends in C(Failed deployment) is released and forgotten, and that machine is kept out of this
+    MaasMachine's allocations for 10 minutes (the next run takes another one, not the same one again). A machine
+    that goes C(Broken) is forgotten but not released - MAAS released it when it was marked broken, and releasing
+    it again would put it back in the pool unfixed; it stays C(Broken) until an admin marks it fixed. Either way the
     machine's task fails, and the next run allocates another.
-  - A Deployed machine is powered on only when MAAS says its power state is C(off).
+  - A Deployed machine is powered on only when MAAS says its power state is C(off); C(error) and C(unknown) are not
+    C(off) (IPMI power on power-cycles a host that may be running). M(baremetal.capi.maas_remediation) follows the
+    same rule.
   - Control-plane machines wait until the API endpoint's DNS record holds their address; the DNS reconcile of
     M(baremetal.capi.maas_dns) runs for their cluster on every round, so they never wait on a step nobody runs.
   - Then the workload Node whose name matches the MAAS hostname (lower-case, the short name, or a C(<hostname>.)

@@ -64,6 +64,15 @@ machines:
         - The MAAS machine (C(system_id), C(hostname), C(fqdn), C(status_name), C(power_state), C(ip_addresses),
           C(zone), C(pool), C(tag_names)), or V(null) when none is allocated or MAAS no longer has it.
       type: dict
+    caExpiry:
+      description: When the cluster CA (the C(<cluster>-ca) Secret) expires, RFC 3339; V(null) before it exists.
+      type: str
+    certificatesExpiry:
+      description:
+        - When the control-plane machine's kubeadm certificates expire, RFC 3339; V(null) for workers and until
+          known. The C(machine.cluster.x-k8s.io/certificates-expiry) annotation of the Machine, else of its
+          KubeadmConfig.
+      type: str
     error:
       description: Why the MAAS machine could not be read.
       type: str

@@ -88,6 +88,15 @@ machines:
     node:
       description: The Machine's C(status.nodeRef.name).
       type: str
+    caExpiry:
+      description: When the cluster CA (the C(<cluster>-ca) Secret) expires, RFC 3339; V(null) before it exists.
+      type: str
+    certificatesExpiry:
+      description:
+        - When the control-plane machine's kubeadm certificates expire, RFC 3339; V(null) for workers and until
+          known. The C(machine.cluster.x-k8s.io/certificates-expiry) annotation of the Machine, else of its
+          KubeadmConfig.
+      type: str
     metal3machine:
       description: The whole object.
       type: dict
@@ -97,6 +106,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiM
 
 
 def describe(store, m3m: dict) -> dict:
+    from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import certificates
     from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
     from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base as hosts
     from ansible_collections.baremetal.capi.plugins.module_utils.metal3.machine import associated_host
@@ -119,6 +129,7 @@ def describe(store, m3m: dict) -> dict:
         "machine": machine["metadata"]["name"] if machine else None,
         "machine_phase": ((machine or {}).get("status") or {}).get("phase"),
         "node": (((machine or {}).get("status") or {}).get("nodeRef") or {}).get("name"),
+        **(certificates.report(store, machine) if machine else {"caExpiry": None, "certificatesExpiry": None}),
         "metal3machine": m3m,
     }
     if host is not None and hosts.failed(host):

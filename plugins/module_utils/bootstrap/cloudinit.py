@@ -7,6 +7,8 @@ try:
 except ImportError:  # PyYAML comes with ansible-core; the modules report it missing otherwise
     yaml = None
 
+from ansible_collections.baremetal.capi.plugins.module_utils import yamltext
+
 HEADER = "## template: jinja\n#cloud-config\n\n"
 PLACEHOLDER = (
     "This placeholder file is used to create the /run/cluster-api sub directory in a way that is "
@@ -15,25 +17,10 @@ PLACEHOLDER = (
 SENTINEL = "echo success > /run/cluster-api/bootstrap-success.complete"
 
 
-_DUMPER = None
-
-
 def _dumper():
-    """A SafeDumper writing multi-line strings as literal blocks, as cloud-config files are usually read."""
-    global _DUMPER
-    if _DUMPER is None:
-
-        class Dumper(yaml.SafeDumper):
-            pass
-
-        def represent_str(dumper, value: str):
-            if "\n" in value:
-                return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
-            return dumper.represent_scalar("tag:yaml.org,2002:str", value)
-
-        Dumper.add_representer(str, represent_str)
-        _DUMPER = Dumper
-    return _DUMPER
+    """A SafeDumper writing multi-line strings as literal blocks, as cloud-config files are usually read,
+    and quoting every string a YAML 1.1 or 1.2 reader would read as something else."""
+    return yamltext.dumper(literal_blocks=True)
 
 
 def write_file(path: str, content: str, permissions: str = "0640", owner: str = "root:root", encoding=None) -> dict:

@@ -27,7 +27,7 @@ import string
 from typing import Protocol
 
 from ansible_collections.baremetal.capi.plugins.module_utils import runner
-from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import cloudinit, pki
+from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import certificates, cloudinit, pki
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import AlreadyExists, Invalid, NotFound, Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
 
@@ -229,15 +229,42 @@ def _document(spec: dict, files: list[dict], command: str) -> str:
         if f.get("contentFrom"):
             raise Invalid("contentFrom must be resolved before rendering", field="spec.files")
         user_files.append({k: v for k, v in f.items() if v is not None})
+    disks, filesystems = _disk_setup(spec.get("diskSetup"))
     return cloudinit.document(
         files[:-1] + user_files + files[-1:],
         runcmd,
         bootcmd=spec.get("bootCommands"),
         users=spec.get("users"),
         ntp=spec.get("ntp"),
-        disk_setup=spec.get("diskSetup"),
+        disk_setup=disks,
+        fs_setup=filesystems,
         mounts=spec.get("mounts"),
     )
+
+
+def _disk_setup(disk_setup: dict | None) -> tuple[dict | None, list | None]:
+    """CABPK's diskSetup as cloud-init's ``disk_setup`` (by device) and ``fs_setup`` (its cloud-config template)."""
+    if not disk_setup:
+        return None, None
+    disks = {}
+    for part in disk_setup.get("partitions") or []:
+        entry = {}
+        if part.get("tableType"):
+            entry["table_type"] = part["tableType"]
+        entry["layout"] = part.get("layout", False)
+        if part.get("overwrite"):
+            entry["overwrite"] = part["overwrite"]
+        disks[part["device"]] = entry
+    filesystems = []
+    for fs in disk_setup.get("filesystems") or []:
+        entry = {"label": fs.get("label"), "filesystem": fs.get("filesystem"), "device": fs.get("device")}
+        for key, target in (("partition", "partition"), ("overwrite", "overwrite"), ("replaceFS", "replace_fs")):
+            if fs.get(key):
+                entry[target] = fs[key]
+        if fs.get("extraOpts"):
+            entry["extra_opts"] = list(fs["extraOpts"])
+        filesystems.append(entry)
+    return disks or None, filesystems or None
 
 
 def render_init(cluster: dict, spec: dict, version: str, certs: dict) -> str:
@@ -316,9 +343,20 @@ def _take_init_lock(store, cluster: dict, machine: dict, check_mode: bool) -> bo
     info = json.dumps({"machineName": meta.name(machine)})
     try:
         lock = store.get("ConfigMap", lock_name, ns)
-        return json.loads((lock.get("data") or {}).get("lock-information", "{}")).get("machineName") == meta.name(
-            machine
-        )
+        holder = json.loads((lock.get("data") or {}).get("lock-information", "{}")).get("machineName")
+        if holder == meta.name(machine):
+            return True
+        try:
+            store.get("Machine", holder, ns)
+            return False
+        except NotFound:
+            # CABPK's init mutex: the holder is gone (a first control plane remediated before it initialized)
+            if check_mode:
+                return True
+            try:
+                store.delete("ConfigMap", lock_name, ns)
+            except NotFound:
+                pass
     except NotFound:
         pass
     if check_mode:
@@ -350,21 +388,39 @@ def reconcile_config(
     user_data_template=None,
     check_mode: bool = False,
     now=_now,
+    expiry_probe=None,
 ) -> runner.Step:
-    """One CABPK reconcile of ``config`` (a KubeadmConfig dict as stored)."""
+    """One CABPK reconcile of ``config`` (a KubeadmConfig dict as stored).
+
+    ``expiry_probe(host, port)``: reads a machine's API server certificate expiry (bootstrap.certificates).
+    """
     ns, cfg_name = meta.namespace(config), meta.name(config)
     where = f"KubeadmConfig {ns}/{cfg_name}"
+    fmt = (config.get("spec") or {}).get("format") or "cloud-config"
+    if fmt != "cloud-config":
+        # CABPK would write an Ignition v3 config; this renderer writes cloud-config only, and
+        # cloud-config labelled "ignition" would not boot an Ignition host
+        raise Invalid(
+            f"format {fmt!r} is not supported: the collection renders cloud-config bootstrap data only",
+            obj=where,
+            field="spec.format",
+        )
     machine = owner_machine(store, config)
     cluster_name = (machine.get("spec") or {}).get("clusterName")
     if not cluster_name:
         raise Invalid("clusterName is required", obj=f"Machine {ns}/{meta.name(machine)}", field="spec.clusterName")
     cluster = store.get("Cluster", cluster_name, ns)
     status = config.get("status") or {}
+    # KCP: the admin kubeconfig's client certificate is renewed when less than six months remain
+    renewed = certificates.renew_kubeconfig(store, cluster, now=now(), check=check_mode)
 
     if status.get("dataSecretName"):
-        changed = False
+        changed = renewed
         if tokens and not (machine.get("status") or {}).get("nodeRef"):
-            changed = _refresh_token(config, tokens, token_ttl, now(), check_mode)
+            changed |= _refresh_token(config, tokens, token_ttl, now(), check_mode)
+        changed |= certificates.annotate_certificates_expiry(
+            store, config, machine, cluster, check=check_mode, probe=expiry_probe
+        )
         return runner.Step(
             done=True,
             changed=changed,
@@ -380,7 +436,7 @@ def reconcile_config(
         raise Invalid("version is required", obj=f"Machine {ns}/{meta.name(machine)}", field="spec.version")
     spec = copy.deepcopy(config.get("spec") or {})
     certs, changed = ensure_certificates(store, cluster, check_mode=check_mode)
-    changed |= ensure_kubeconfig(store, cluster, certs["ca"], check_mode=check_mode)
+    changed |= ensure_kubeconfig(store, cluster, certs["ca"], check_mode=check_mode) or renewed
     cp = is_control_plane(machine)
 
     if not control_plane_initialized(cluster):

@@ -28,6 +28,8 @@ try:
 except ImportError:  # PyYAML comes with ansible-core; the modules report it missing otherwise
     yaml = None
 
+from ansible_collections.baremetal.capi.plugins.module_utils import yamltext
+
 # The CA Secrets of a cluster: suffix -> (cert file, key file) under certificatesDir.
 CA_SECRETS = {
     "ca": ("ca.crt", "ca.key"),
@@ -94,8 +96,8 @@ def new_service_account_keys() -> tuple[str, str]:
     return pub.decode(), key_pem(key)
 
 
-def client_certificate(ca_cert_pem: str, ca_key_pem: str, common_name: str, organizations=(), days=365):
-    """A client certificate signed by the CA: (certificate PEM, key PEM)."""
+def client_certificate(ca_cert_pem: str, ca_key_pem: str, common_name: str, organizations=(), days=365, now=None):
+    """A client certificate signed by the CA, valid ``days`` from ``now``: (certificate PEM, key PEM)."""
     ca_cert = x509.load_pem_x509_certificate(ca_cert_pem.encode())
     ca_key = serialization.load_pem_private_key(ca_key_pem.encode(), password=None)
     key = new_key()
@@ -108,7 +110,7 @@ def client_certificate(ca_cert_pem: str, ca_key_pem: str, common_name: str, orga
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(ca_cert.not_valid_before_utc)
-        .not_valid_after(_utcnow() + datetime.timedelta(days=days))
+        .not_valid_after((now or _utcnow()) + datetime.timedelta(days=days))
         .add_extension(
             x509.KeyUsage(
                 digital_signature=True,
@@ -129,11 +131,11 @@ def client_certificate(ca_cert_pem: str, ca_key_pem: str, common_name: str, orga
     return cert.public_bytes(serialization.Encoding.PEM).decode(), key_pem(key)
 
 
-def admin_kubeconfig(cluster_name: str, server: str, ca_cert_pem: str, ca_key_pem: str) -> str:
+def admin_kubeconfig(cluster_name: str, server: str, ca_cert_pem: str, ca_key_pem: str, now=None) -> str:
     """The ``<cluster>-kubeconfig`` value: user ``<cluster>-admin``, context ``<cluster>-admin@<cluster>``."""
     import base64
 
-    cert, key = client_certificate(ca_cert_pem, ca_key_pem, "kubernetes-admin", ["system:masters"])
+    cert, key = client_certificate(ca_cert_pem, ca_key_pem, "kubernetes-admin", ["system:masters"], now=now)
     user = f"{cluster_name}-admin"
     context = f"{user}@{cluster_name}"
 
@@ -151,7 +153,7 @@ def admin_kubeconfig(cluster_name: str, server: str, ca_cert_pem: str, ca_key_pe
         "current-context": context,
         "preferences": {},
     }
-    return yaml.safe_dump(config, sort_keys=False)
+    return yaml.dump(config, Dumper=yamltext.dumper(), sort_keys=False)
 
 
 def ca_cert_hashes(ca_cert_pem: str) -> list[str]:

@@ -4,9 +4,10 @@
 
 The infra cluster (Metal3Cluster, MaasCluster) gets a non-controller owner
 reference to the Cluster and the ``cluster-name`` label; the Cluster gets
-``spec.controlPlaneEndpoint`` from it when it has none, and
+``spec.controlPlaneEndpoint`` from it when it has none,
 ``status.initialization.infrastructureProvisioned`` once the infra cluster is
-provisioned (set once, never flipped back), the InfrastructureReady condition
+provisioned (set once, never flipped back), then ``status.failureDomains``
+mirrored from it (capi.failure_domains), the InfrastructureReady condition
 and its phase.  The Cluster's own deletion (descendants first) is not here.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import failure_domains, refs
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
@@ -62,6 +63,9 @@ def apply_infrastructure(cluster: dict, infra: dict | None, clock=None) -> bool:
     if provisioned and not init.get("infrastructureProvisioned"):
         init["infrastructureProvisioned"] = True  # set once; never flips back
         changed = True
+    if init.get("infrastructureProvisioned"):
+        # CAPI reconcileInfrastructure: failure domains are read once the infra cluster is provisioned
+        changed |= failure_domains.mirror(cluster, infra)
     if infra is None:
         reason = names.INFRASTRUCTURE_DOES_NOT_EXIST_REASON
     else:

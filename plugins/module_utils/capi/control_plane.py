@@ -2,28 +2,39 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """KubeadmControlPlane: Machines for the control plane, as KCP creates, rolls and deletes them.
 
-reference/capi-core.md: init first, then one join at a time once every Machine has a Node; scale down one
-victim at a time (``delete-machine`` annotation first, then the failure domain with the most Machines, the
-oldest there); Machines whose remediation asked for their replacement are deleted so that scale-up replaces
-them.  ``reconcile_control_plane`` does one step and says in ``Step.data`` what it created or deleted.
+reference/capi-core.md §3.2, in KCP's order: the pre-terminate hook of a deleting Machine (etcd leadership moved
+off it, its member removed, never at the cost of quorum, then the hook released); remediation; a rolling update
+of out-of-date Machines (capi.kcp_rollout) with ``maxSurge`` 1 or 0, one Machine at a time, an old one removed
+only once the others are healthy; else init, one join at a time, or one scale-down victim
+(``delete-machine`` first, then the failure domain with the most Machines, the oldest there).
+``reconcile_control_plane`` does one step and says in ``Step.data`` what it created or deleted.
+
+``deployment_version_hold`` is the upgrade order: no MachineDeployment moves to a version newer than every
+control-plane Machine runs.
 """
 
 from __future__ import annotations
 
 import copy
+import datetime
 
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import (
+    failure_domains,
+    kcp_etcd,
+    kcp_remediation,
+    kcp_rollout,
+    refs,
+)
 from ansible_collections.baremetal.capi.plugins.module_utils.capi.topology import (
     KCP_CLEANUP_HOOK,
-    age_key,
     clone_template,
     has_node,
     machine_name,
     new_machine,
     ref_to,
-    remediation_requested,
 )
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
-from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, Invalid, NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 
 
@@ -40,6 +51,31 @@ def validate_control_plane(kcp: dict) -> None:
         raise Invalid("version is required", obj=where, field="spec.version")
     if not ((spec.get("machineTemplate") or {}).get("spec") or {}).get("infrastructureRef"):
         raise Invalid("infrastructureRef is required", obj=where, field="spec.machineTemplate.spec.infrastructureRef")
+    # KCP's webhook: RollingUpdate only, maxSurge 0 or 1, 0 only with at least 3 replicas, expiry >= 7 days.
+    rollout = spec.get("rollout") or {}
+    strategy = rollout.get("strategy") or {}
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+        raise Invalid("only RollingUpdate is supported", obj=where, field="spec.rollout.strategy.type")
+    surge = (strategy.get("rollingUpdate") or {}).get("maxSurge", 1)
+    if surge not in (0, 1) or isinstance(surge, bool):
+        raise Invalid(
+            f"maxSurge must be 0 or 1, got {surge!r}", obj=where, field="spec.rollout.strategy.rollingUpdate.maxSurge"
+        )
+    if surge == 0 and replicas < 3:
+        raise Invalid(
+            "maxSurge 0 needs at least 3 replicas (one fewer must keep etcd's quorum)",
+            obj=where,
+            field="spec.rollout.strategy.rollingUpdate.maxSurge",
+        )
+    days = (rollout.get("before") or {}).get("certificatesExpiryDays")
+    if days is not None and (not isinstance(days, int) or isinstance(days, bool) or days < 7):
+        raise Invalid(
+            f"certificatesExpiryDays must be an integer of at least 7, got {days!r}",
+            obj=where,
+            field="spec.rollout.before.certificatesExpiryDays",
+        )
+    if rollout.get("after") is not None and kcp_rollout.parse_time(rollout["after"]) is None:
+        raise Invalid(f"not an RFC 3339 time: {rollout['after']!r}", obj=where, field="spec.rollout.after")
 
 
 def control_plane_machines(store, kcp: dict) -> list[dict]:
@@ -47,83 +83,172 @@ def control_plane_machines(store, kcp: dict) -> list[dict]:
 
 
 def _failure_domain_for(cluster: dict, machines: list[dict]) -> str | None:
-    """The control-plane failure domain with the fewest Machines (ties by name)."""
-    domains = (cluster.get("status") or {}).get("failureDomains") or []
-    if isinstance(domains, dict):  # v1beta1 map form
-        domains = [{"name": k, **(v or {})} for k, v in domains.items()]
-    names_ = sorted(d["name"] for d in domains if d.get("controlPlane", True))
-    if not names_:
-        return None
-    count = {n: 0 for n in names_}
-    for m in machines:
-        fd = (m.get("spec") or {}).get("failureDomain")
-        if fd in count:
-            count[fd] += 1
-    return min(names_, key=lambda n: (count[n], n))
+    """The control-plane failure domain with the fewest Machines (capi.failure_domains)."""
+    return failure_domains.next_for_scale_up(cluster, machines)
 
 
-def _kcp_victim(machines: list[dict]) -> dict:
+def _kcp_victim(machines: list[dict], cluster: dict | None = None) -> dict:
     marked = [m for m in machines if names.DELETE_MACHINE_ANNOTATION in meta.annotations(m)]
-    pool = marked or machines
-    by_fd: dict = {}
-    for m in pool:
-        by_fd.setdefault((m.get("spec") or {}).get("failureDomain") or "", []).append(m)
-    biggest = max(by_fd.values(), key=len)
-    return sorted(biggest, key=age_key)[0]
+    return failure_domains.machine_for_scale_down(cluster, machines, marked or machines)
 
 
-def _delete(store, victim: dict, message: str, data: dict, check: bool) -> Step:
-    """Delete one control-plane Machine (KCP's one operation per step) and say so."""
-    if not check:
-        store.delete("Machine", meta.name(victim), meta.namespace(victim))
-    return Step(
-        changed=True,
-        message=message.format(meta.name(victim)),
-        requeue_after=2,
-        data={**data, "deleted": meta.name(victim)},
-    )
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)
 
 
-def reconcile_control_plane(store, kcp: dict, cluster: dict, *, check: bool = False) -> Step:
-    """One KCP step: create, or delete, at most one Machine."""
-    validate_control_plane(kcp)
+def outdated_machines(store, kcp: dict, machines: list[dict], now: datetime.datetime) -> dict[str, list[str]]:
+    """{machine name: why it needs a rollout} for the Machines that are not up to date."""
     ns = meta.namespace(kcp)
+    out = {}
+    for m in machines:
+        spec = m.get("spec") or {}
+        infra = refs.get_ref(store, spec.get("infrastructureRef"), ns)
+        config = refs.get_ref(store, (spec.get("bootstrap") or {}).get("configRef"), ns)
+        reasons = kcp_rollout.not_up_to_date_reasons(kcp, m, infra, config, now)
+        if reasons:
+            out[meta.name(m)] = reasons
+    return out
+
+
+def rollout_victim(machines: list[dict], outdated: dict, cluster: dict | None = None) -> dict:
+    """KCP's candidate sets, the first non-empty one (scale.go): outdated and marked, marked, outdated, all."""
+    marked = [m for m in machines if names.DELETE_MACHINE_ANNOTATION in meta.annotations(m)]
+    old = [m for m in machines if meta.name(m) in outdated]
+    pool = [m for m in marked if meta.name(m) in outdated] or marked or old or machines
+    return _kcp_victim(pool, cluster)
+
+
+def rollout_plan(machines: list[dict], outdated: dict, cluster: dict | None = None) -> list[str]:
+    """The order in which the out-of-date Machines would be replaced (victim selection, one at a time)."""
+    left = [m for m in machines if meta.name(m) in outdated]
+    order = []
+    while left:
+        victim = rollout_victim(left, outdated, cluster)
+        order.append(meta.name(victim))
+        left = [m for m in left if meta.name(m) != meta.name(victim)]
+    return order
+
+
+def _sync_up_to_date(store, machines: list[dict], outdated: dict, check: bool) -> None:
+    """The Machines' UpToDate condition (upstream's message: one ``* reason`` line per reason)."""
+    if check:
+        return
+    for m in machines:
+        reasons = outdated.get(meta.name(m))
+        after = copy.deepcopy(m)
+        if reasons:
+            message = "\n".join(f"* {r}" for r in reasons)
+            changed = conditions.set_condition(after, names.UP_TO_DATE, False, names.NOT_UP_TO_DATE_REASON, message)
+        else:
+            changed = conditions.set_condition(after, names.UP_TO_DATE, True, names.UP_TO_DATE_REASON)
+        if changed:
+            try:
+                refs.write(store, m, after)
+            except (Conflict, NotFound):
+                pass  # another writer moved it: next round
+
+
+def _sync_status(store, kcp: dict, cluster: dict, machines: list[dict], outdated: dict, check: bool) -> None:
+    """KCP v1beta2 status: replicas, readyReplicas, upToDateReplicas, version (the oldest Machine's), selector."""
+    if check:
+        return
+    try:  # the status is KCP's alone: written on the stored object, whatever the caller's copy
+        kcp = store.get("KubeadmControlPlane", meta.name(kcp), meta.namespace(kcp))
+    except NotFound:
+        return
+    live = [m for m in machines if not meta.is_deleting(m)]
+    up_to_date = sum(1 for m in live if meta.name(m) not in outdated)
+    status = copy.deepcopy(kcp.get("status") or {})
+    status.update(
+        replicas=len(machines),
+        readyReplicas=sum(1 for m in machines if conditions.is_true(m, names.READY)),
+        upToDateReplicas=up_to_date,
+        selector=f"{names.CLUSTER_NAME_LABEL}={meta.name(cluster)},{names.CONTROL_PLANE_LABEL}",
+    )
+    version = kcp_rollout.oldest_version(machines)
+    if version:
+        status["version"] = version
+    status.setdefault("deprecated", {}).setdefault("v1beta1", {})["updatedReplicas"] = up_to_date
+    after = {**kcp, "status": status}
+    rolling = [n for n in outdated if any(meta.name(m) == n for m in live)]
+    if rolling:
+        conditions.set_condition(
+            after, "RollingOut", True, "RollingOut", f"Rolling out {len(rolling)} not up-to-date replicas"
+        )
+    else:
+        conditions.set_condition(after, "RollingOut", False, "NotRollingOut")
+    if after["status"] != (kcp.get("status") or {}):
+        try:
+            refs.write(store, kcp, after)
+        except (Conflict, NotFound):
+            pass
+
+
+def _preflight(machines: list[dict], health, *, node_ready: bool, exclude: str | None = None) -> str | None:
+    """Why KCP may not change the control plane now (every Machine with a Node; etcd healthy when reachable)."""
+    checked = [m for m in machines if meta.name(m) != exclude]
+    no_node = [meta.name(m) for m in checked if not has_node(m)]
+    if no_node:
+        return f"waiting for {', '.join(no_node)} to have a Node (one operation at a time)"
+    if node_ready:
+        not_ready = [meta.name(m) for m in checked if not conditions.is_true(m, names.NODE_READY)]
+        if not_ready:
+            return f"waiting for the Node of {', '.join(not_ready)} to be Ready before removing another machine"
+    bad = kcp_etcd.unhealthy_members(health, checked)
+    if bad:
+        return f"waiting for etcd: {', '.join(bad)}"
+    return None
+
+
+def reconcile_control_plane(
+    store, kcp: dict, cluster: dict, *, check: bool = False, etcd_factory=None, clock=None
+) -> Step:
+    """One KCP step: create, or delete, at most one Machine.
+
+    ``etcd_factory`` (``machines -> EtcdClient``) reaches the cluster's etcd; by default its members at the
+    Machines' InternalIPs with a certificate from the ``<cluster>-etcd`` CA.
+    """
+    validate_control_plane(kcp)
     spec = kcp["spec"]
     replicas = spec.get("replicas", 1)
+    factory = etcd_factory or kcp_etcd.default_factory(store, cluster)
     machines = control_plane_machines(store, kcp)
     live = [m for m in machines if not meta.is_deleting(m)]
-    deleting = [m for m in machines if meta.is_deleting(m)]
     ready = sum(1 for m in live if has_node(m))
-    data = {"replicas": replicas, "machines": len(live), "ready": ready}
+    outdated = outdated_machines(store, kcp, live, clock() if clock else _now())
+    _sync_up_to_date(store, live, outdated, check)
+    _sync_status(store, kcp, cluster, machines, outdated, check)
+    if not check:  # the status just written moved its resourceVersion on
+        kcp = refs.get_or_none(store, "KubeadmControlPlane", meta.name(kcp), meta.namespace(kcp)) or kcp
+    data = {"replicas": replicas, "machines": len(live), "ready": ready, "outdated": sorted(outdated)}
 
-    for m in deleting:
-        # KCP's pre-terminate hook: upstream moves etcd leadership and removes the etcd member before it lets
-        # the Machine go.  Here the hook is released at once: etcd membership is not managed (docs: known gaps).
-        if KCP_CLEANUP_HOOK in meta.annotations(m) and not check:
-            fresh = store.get("Machine", meta.name(m), ns)
-            del fresh["metadata"]["annotations"][KCP_CLEANUP_HOOK]
-            store.update(fresh)
-    if deleting:
-        return Step(
-            done=False,
-            message=f"waiting for {len(deleting)} control plane machine(s) to be deleted",
-            requeue_after=5,
-            data=data,
-        )
-    remediate = [m for m in live if remediation_requested(m)]
-    if remediate:
-        return _delete(store, sorted(remediate, key=age_key)[0], "deleting {} for remediation", data, check)
+    hook = kcp_etcd.pre_terminate(store, kcp, machines, factory, check=check)
+    if hook is not None:
+        hook.data = {**data, **(hook.data or {})}
+        hook.requeue_after = hook.requeue_after or 5
+        return hook
+    # KCP's remediation guards (capi/kcp_remediation.py): a Machine is deleted only when upstream would;
+    # etcd is asked only when its answer decides.
+    remediation = kcp_remediation.reconcile_unhealthy_machines(
+        store, kcp, cluster, machines, etcd_members=lambda: kcp_etcd.etcd_health(factory, live), check=check
+    )
+    if remediation.step is not None:
+        remediation.step.data = {**data, **remediation.step.data}
+        return remediation.step
+    data.update(remediation.data)
+    if outdated:
+        return _rolling_update(store, kcp, cluster, live, outdated, factory, data, check)
     if len(live) > replicas:
-        return _delete(store, _kcp_victim(live), "scaling down: deleting {}", data, check)
+        victim = _kcp_victim(live, cluster)
+        # the last control-plane Machine (a KCP scaled to zero when the cluster goes) takes its etcd with it:
+        # there is no quorum left to keep, as upstream's hook removes no member of a single Machine
+        health = kcp_etcd.etcd_health(factory, live) if len(live) > 1 else None
+        return _delete_one(store, victim, health, "scaling down", data, check)
     if len(live) < replicas:
-        if live and ready < len(live):
-            return Step(
-                done=False,
-                message="waiting for every control plane machine to have a Node before joining "
-                "another (one operation at a time)",
-                requeue_after=5,
-                data=data,
-            )
+        health = kcp_etcd.etcd_health(factory, live) if live else None
+        waiting = _preflight(live, health, node_ready=False) if live else None
+        if waiting:
+            return Step(done=False, message=waiting, requeue_after=5, data=data)
         created = _create_control_plane_machine(store, kcp, cluster, init=not live, machines=live, check=check)
         return Step(
             changed=True,
@@ -140,6 +265,56 @@ def reconcile_control_plane(store, kcp: dict, cluster: dict, *, check: bool = Fa
     )
 
 
+def _delete_one(store, victim: dict, health, why: str, data: dict, check: bool) -> Step:
+    """Delete one Machine, unless removing its etcd member would lose quorum (then nothing is deleted)."""
+    refused = kcp_etcd.removal_refused(health, victim)
+    if refused:
+        return Step(done=False, message=refused, requeue_after=10, data={**data, "refused": meta.name(victim)})
+    if not check:
+        store.delete("Machine", meta.name(victim), meta.namespace(victim))
+    verb = "would delete" if check else "deleting"
+    return Step(
+        changed=True,
+        message=f"{why}: {verb} {meta.name(victim)}",
+        requeue_after=2,
+        data={**data, "deleted": meta.name(victim)},
+    )
+
+
+def _rolling_update(store, kcp, cluster, live, outdated, factory, data, check) -> Step:
+    """KCP's rollingUpdate: grow to replicas+maxSurge with an up-to-date Machine, else remove one outdated."""
+    replicas = kcp["spec"].get("replicas", 1)
+    surge = kcp_rollout.max_surge(kcp)
+    plan = rollout_plan(live, outdated, cluster)
+    data = {**data, "plan": plan, "maxSurge": surge}
+    if check:
+        order = ", ".join(plan)
+        how = "a new machine first, then the old one removed" if surge else "the old one removed first"
+        return Step(
+            changed=True,
+            message=f"would replace {len(plan)} machine(s) one at a time, in this order: {order} "
+            f"({how}, maxSurge {surge})",
+            data=data,
+        )
+    health = kcp_etcd.etcd_health(factory, live)
+    if len(live) < replicas + surge:
+        waiting = _preflight(live, health, node_ready=False)
+        if waiting:
+            return Step(done=False, message=f"rolling out: {waiting}", requeue_after=5, data=data)
+        created = _create_control_plane_machine(store, kcp, cluster, init=False, machines=live, check=check)
+        return Step(
+            changed=True,
+            message=f"rolling out: created {created} ({len(plan)} to replace: {', '.join(plan)})",
+            requeue_after=2,
+            data={**data, "created": created},
+        )
+    victim = rollout_victim(live, outdated, cluster)
+    waiting = _preflight(live, health, node_ready=True, exclude=meta.name(victim))
+    if waiting:
+        return Step(done=False, message=f"rolling out: {waiting}", requeue_after=5, data=data)
+    return _delete_one(store, victim, health, "rolling out", data, check)
+
+
 def _create_control_plane_machine(store, kcp, cluster, *, init: bool, machines, check: bool) -> str:
     ns, kname, cname = meta.namespace(kcp), meta.name(kcp), meta.name(cluster)
     spec = kcp["spec"]
@@ -150,9 +325,8 @@ def _create_control_plane_machine(store, kcp, cluster, *, init: bool, machines, 
         names.CONTROL_PLANE_LABEL: "",
         names.CONTROL_PLANE_NAME_LABEL: kname,
     }
-    # Upstream KCP also sets its pre-terminate hook (KCP_CLEANUP_HOOK) to remove the etcd member first; etcd
-    # membership is not managed here (docs: known gaps), so no hook is set that nothing would release.
-    annotations = dict((mt.get("metadata") or {}).get("annotations") or {})
+    # KCP's pre-terminate hook: its etcd member goes before its infrastructure does (kcp_etcd.pre_terminate).
+    annotations = {**((mt.get("metadata") or {}).get("annotations") or {}), KCP_CLEANUP_HOOK: ""}
     if check:
         return name
     infra = clone_template(store, mt["spec"]["infrastructureRef"], ns, name, labels, {}, kcp, cname)
@@ -178,3 +352,34 @@ def _create_control_plane_machine(store, kcp, cluster, *, init: bool, machines, 
     )
     store.create(machine)
     return name
+
+
+def deployment_version_hold(store, cluster: dict, md: dict) -> str | None:
+    """Why a MachineDeployment may not take its step yet: its version is newer than the control plane runs.
+
+    Never a kubelet newer than the API server (Kubernetes' version skew policy; Cluster API's topology
+    controller upgrades MachineDeployments only once the control plane is at the version and not rolling).
+    The control plane's version is the oldest ``spec.version`` of its Machines, deleting ones included (their
+    API server still answers): while any is below the MachineDeployment's version, the deployment waits.
+    """
+    want = kcp_rollout.normalize_version(
+        (((md.get("spec") or {}).get("template") or {}).get("spec") or {}).get("version")
+    )
+    cp_ref = (cluster.get("spec") or {}).get("controlPlaneRef")
+    kcp = refs.get_ref(store, cp_ref, meta.namespace(cluster)) if cp_ref else None
+    if not want or kcp is None:
+        return None
+    machines = control_plane_machines(store, kcp)
+    current = kcp_rollout.oldest_version(machines)
+    if current is None or kcp_rollout.version_tuple(want) <= kcp_rollout.version_tuple(current):
+        return None
+    behind = sorted(
+        meta.name(m)
+        for m in machines
+        if kcp_rollout.version_tuple(kcp_rollout.normalize_version((m.get("spec") or {}).get("version")))
+        < kcp_rollout.version_tuple(want)
+    )
+    return (
+        f"waiting for the control plane to be at {want} before the workers move to it "
+        f"(control plane at {current}: {', '.join(behind)})"
+    )

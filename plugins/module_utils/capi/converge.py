@@ -1,8 +1,9 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""A whole cluster's machines, converged in rounds: what the Cluster API controllers do together.
+"""A whole cluster's machines converged: what the Cluster API controllers do together.
 
-One round, for one Cluster:
+What the controllers do, for one Cluster (``round`` does each once; ``converge`` runs
+1-4 as one loop item and 5 as one item per Machine, each advancing on its own):
 
 1. the Cluster marks its infrastructure provisioned (capi.cluster);
 2. the KubeadmControlPlane and every MachineDeployment take one step
@@ -14,18 +15,20 @@ One round, for one Cluster:
 5. every infrastructure machine takes one provider step (Metal3 or MAAS
    manager), concurrently, and deleting Machines take one CAPI delete step.
 
-``converge`` repeats rounds until nothing is left to do or the deadline
-passes, reporting one row per Machine after each round.  A round is
-idempotent: interrupted anywhere, the next run picks up from the store.
+``converge`` steps each item as soon as its own delay allows (no round
+barrier, adaptive polls, docs/architecture.md "The loop") until nothing is
+left to do or the deadline passes.  Every step is idempotent: interrupted
+anywhere, the next run picks up from the store.
 """
 
 from __future__ import annotations
 
 import copy
+import threading
 import time
 
 from ansible_collections.baremetal.capi.plugins.module_utils import runner
-from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import kubeadm
+from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import certificates, kubeadm
 from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap.tokens import WorkloadTokens
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import cluster as capi_cluster
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import control_plane, deployment, refs
@@ -130,6 +133,7 @@ def row(store, machine: dict, infra_kind: str, nodes: dict | None) -> dict:
         "providerID": spec.get("providerID"),
         "node": node_name,
         "nodeReady": ready,
+        **certificates.report(store, machine),  # caExpiry, certificatesExpiry
     }
 
 
@@ -174,7 +178,8 @@ class Converger:
         except CapiError:
             return None
 
-    def round(self, check: bool = False) -> dict:
+    def cluster_step(self, check: bool = False) -> dict:
+        """What the cluster-level controllers do once: Cluster, KCP, MachineDeployments, init, bootstrap."""
         store, ns = self.store, self.ns
         cluster = store.get("Cluster", self.cluster_name, ns)
         changed = capi_cluster.reconcile(store, cluster, check=check).changed
@@ -194,7 +199,8 @@ class Converger:
                 topo_done = False
                 messages.append("waiting for the cluster infrastructure")
                 break
-            step = fn(store, obj, cluster, check=check)
+            hold = obj["kind"] == "MachineDeployment" and control_plane.deployment_version_hold(store, cluster, obj)
+            step = runner.Step(done=False, message=hold) if hold else fn(store, obj, cluster, check=check)
             changed |= step.changed
             topo_done &= step.done
             messages.append(f"{obj['kind']} {meta.name(obj)}: {step.message}")
@@ -210,44 +216,57 @@ class Converger:
             check,
             self.user_data_template,
         )
+        return {"changed": changed, "done": topo_done, "messages": messages, "boot": boot, "machines": machines}
 
-        def one(machine):
-            infra = (machine.get("spec") or {}).get("infrastructureRef") or {}
-            name = meta.name(machine)
-            if meta.is_deleting(machine):
-                if infra.get("name") and refs.get_ref(store, infra, ns) is not None:
-                    return self.manager.step(infra["name"], ns, check=check)
-                return capi_machine.reconcile_delete(store, machine, workload=self._client(), check=check)
-            if infra.get("kind") != self.infra_kind or not infra.get("name"):
-                return runner.Step(done=True, message=f"{name}: infrastructure {infra.get('kind')} is not ours")
-            return self.manager.step(infra["name"], ns, check=check)
+    def machine_step(self, machine: dict, check: bool = False) -> runner.Step:
+        """One step of one Machine: its provider's, or the CAPI delete step while it is deleting."""
+        store, ns = self.store, self.ns
+        infra = (machine.get("spec") or {}).get("infrastructureRef") or {}
+        name = meta.name(machine)
+        if meta.is_deleting(machine):
+            if infra.get("name") and refs.get_ref(store, infra, ns) is not None:
+                return self.manager.step(infra["name"], ns, check=check)
+            return capi_machine.reconcile_delete(store, machine, workload=self._client(), check=check)
+        if infra.get("kind") != self.infra_kind or not infra.get("name"):
+            return runner.Step(done=True, message=f"{name}: infrastructure {infra.get('kind')} is not ours")
+        return self.manager.step(infra["name"], ns, check=check)
 
-        results = runner.run(machines, one, key=meta.name, workers=self.workers, wait=False)
+    def machine_row(self, machine: dict, nodes) -> dict:
+        """The Machine's row as it is now (``nodes``: a dict, or a callable giving it); Deleted once it is gone."""
+        current = refs.get_or_none(self.store, "Machine", meta.name(machine), self.ns)
+        if current is None:
+            return {
+                "machine": meta.name(machine),
+                "role": "control-plane" if kubeadm.is_control_plane(machine) else "worker",
+                "host": None,
+                "address": None,
+                "state": "Deleted",
+                "providerID": None,
+                "node": None,
+                "nodeReady": None,
+            }
+        if callable(nodes):
+            nodes = nodes() if (current.get("status") or {}).get("nodeRef") else None
+        return row(self.store, current, self.infra_kind, nodes)
+
+    def round(self, check: bool = False) -> dict:
+        """One step of everything: the cluster-level controllers, then every machine (check mode's plan)."""
+        cstep = self.cluster_step(check=check)
+        changed, messages, boot, machines = cstep["changed"], cstep["messages"], cstep["boot"], cstep["machines"]
+        results = runner.run(
+            machines, lambda m: self.machine_step(m, check=check), key=meta.name, workers=self.workers, wait=False
+        )
         nodes = self._nodes()
         rows = []
         for machine, res in zip(machines, results, strict=True):
-            current = refs.get_or_none(store, "Machine", meta.name(machine), ns)
-            r = (
-                row(store, current or machine, self.infra_kind, nodes)
-                if current
-                else {
-                    "machine": meta.name(machine),
-                    "role": "control-plane" if kubeadm.is_control_plane(machine) else "worker",
-                    "host": None,
-                    "address": None,
-                    "state": "Deleted",
-                    "providerID": None,
-                    "node": None,
-                    "nodeReady": None,
-                }
-            )
+            r = self.machine_row(machine, nodes)
             r["message"] = res.message or boot.get(meta.name(machine), "")
             r["failed"] = res.failed
             changed |= res.changed
             rows.append(r)
         live = [r for r in rows if r["state"] != "Deleted"]
         done = (
-            topo_done
+            cstep["done"]
             and not any(r["failed"] for r in rows)
             and all(r["state"] == "Running" and r["nodeReady"] for r in live)
             and len(live) == len(rows)
@@ -261,31 +280,147 @@ class Converger:
         poll: float = 2.0,
         check: bool = False,
         progress=None,
+        until=None,
         clock=time.monotonic,
-        sleep=time.sleep,
     ) -> dict:
-        """Rounds until converged or the deadline; the last round's report plus ``rounds`` and ``timed_out``."""
-        deadline = clock() + timeout
-        changed = False
-        seen: dict[str, tuple] = {}
-        rounds = 0
-        while True:
-            rounds += 1
-            report = self.round(check=check)
-            changed |= report["changed"]
-            if progress:
-                for r in report["machines"]:
-                    key = (r["state"], r["host"], r["nodeReady"], r["message"])
-                    if seen.get(r["machine"]) != key:
-                        seen[r["machine"]] = key
-                        progress(r)
-            if report["done"] or check or clock() >= deadline:
-                break
-            failed = [r for r in report["machines"] if r["failed"]]
-            if failed:
-                break
-            sleep(poll)
-        report.update(
-            changed=changed, rounds=rounds, timed_out=not report["done"] and not check and clock() >= deadline
+        """Every machine advancing on its own until converged, ``until(rows)``, or the deadline.
+
+        No rounds: one loop item for the cluster-level controllers, one per Machine (see docs/architecture.md,
+        "The loop").  ``progress(row, timing)`` is called, on this thread, whenever a machine's row changes.
+        Check mode is one round: the plan.
+        """
+        if check:
+            report = self.round(check=True)
+            report.update(rounds=1, steps=1 + len(report["machines"]), timed_out=False)
+            return report
+        return _Loop(self, timeout=timeout, poll=poll, progress=progress, until=until, clock=clock).run()
+
+
+def _row_key(r: dict) -> tuple:
+    return tuple(str(r.get(k)) for k in ("state", "host", "address", "nodeReady", "providerID", "message"))
+
+
+class _Loop:
+    """Converger.converge's state: the items, the rows, what moved (runner.Loop does the scheduling)."""
+
+    CLUSTER = "\0cluster"  # no Machine can have this name
+
+    def __init__(self, conv: Converger, *, timeout, poll, progress, until, clock):
+        self.conv, self.progress, self.until, self.clock = conv, progress, until, clock
+        self.loop = runner.Loop(workers=conv.workers, timeout=timeout, poll_max=poll, clock=clock)
+        self.start = clock()
+        self.rows: dict[str, dict] = {}
+        self.seen: dict[str, tuple] = {}
+        self.last_move: dict[str, float] = {}
+        self.machines: dict[str, dict] = {}
+        self.cluster: dict = {"changed": False, "done": False, "messages": [], "boot": {}}
+        self.changed = False
+        self.cluster_steps = 0
+        self._nodes_at = -1.0
+        self._nodes_cache = None
+        self._nodes_lock = threading.Lock()
+
+    def nodes(self):
+        """The workload cluster's Nodes, read at most once a second however many machines ask."""
+        with self._nodes_lock:
+            now = self.clock()
+            if self._nodes_cache is None or now - self._nodes_at >= 1.0:
+                self._nodes_cache, self._nodes_at = self.conv._nodes(), now
+            return self._nodes_cache
+
+    def add_machine(self, machine: dict) -> None:
+        name = meta.name(machine)
+        self.machines[name] = machine
+
+        def step():
+            # read again: the cluster item may have started deleting it since it was listed
+            current = refs.get_or_none(self.conv.store, "Machine", name, self.conv.ns)
+            if current is None:
+                return runner.Step(done=True, message="deleted", data={"row": self.conv.machine_row(machine, None)})
+            try:
+                res = self.conv.machine_step(current)
+            except Requeue as exc:  # the row is still wanted: what the machine waits for
+                res = runner.Step(done=False, message=exc.message, requeue_after=exc.after)
+            r = self.conv.machine_row(current, self.nodes)
+            done = r["state"] == "Deleted" or (res.done and r["state"] == "Running" and bool(r["nodeReady"]))
+            return runner.Step(done=done, changed=res.changed, message=res.message, requeue_after=res.requeue_after,
+                               data={"row": r})  # fmt: skip
+
+        self.loop.add(name, step)
+
+    def cluster_item(self) -> runner.Step:
+        out = self.conv.cluster_step()
+        return runner.Step(done=out["done"], changed=out["changed"], message="; ".join(out["messages"]), data=out)
+
+    def on_step(self, key: str, res: runner.Result, step) -> bool:
+        now = self.clock()
+        if key == self.CLUSTER:
+            self.cluster_steps += 1
+            if step is None:  # the cluster item failed: retried by the loop, the machines go on
+                return False
+            self.changed |= step.changed
+            out = res.data
+            self.cluster = {k: out[k] for k in ("changed", "done", "messages", "boot")}
+            moved = out["changed"] or {meta.name(m) for m in out["machines"]} != set(self.machines)
+            for machine in out["machines"]:
+                if meta.name(machine) not in self.machines:
+                    self.add_machine(machine)
+                self.machines[meta.name(machine)] = machine
+            if moved:
+                for name in self.machines:
+                    self.loop.kick(name)
+            return moved
+        if step is not None and step.data.get("row"):
+            r = dict(step.data["row"])
+            self.changed |= step.changed
+        else:  # an error or a conflict: the row as the store has it now
+            r = self.conv.machine_row(self.machines[key], self.nodes)
+        r["message"] = res.message or self.cluster["boot"].get(key, "")
+        r["failed"] = res.failed
+        self.rows[key] = r
+        moved = self.seen.get(key) != _row_key(r)
+        if moved:
+            self.seen[key] = _row_key(r)
+            if self.progress:
+                since = now - self.last_move.get(key, self.start)
+                self.progress(r, {"elapsed": now - self.start, "since": since, "steps": res.steps,
+                                  "step_seconds": res.data.get("step_seconds")})  # fmt: skip
+            self.last_move[key] = now
+            # The cluster-level controllers act on machine states (joins wait for Nodes, scale-down for deletes).
+            self.loop.kick(self.CLUSTER)
+        if r["state"] == "Deleted":  # gone from the store: out of the loop and the table
+            self.loop.remove(key)
+            self.machines.pop(key, None)
+            self.rows.pop(key, None)
+        if self.until is not None and self.until(list(self.rows.values())):
+            self.loop.stop()
+        return moved
+
+    def run(self) -> dict:
+        self.loop.add(self.CLUSTER, self.cluster_item)
+        results = self.loop.run(self.on_step)
+        rows = [self.rows[k] for k in self.machines if k in self.rows]
+        cluster_res = results.get(self.CLUSTER)
+        messages = list(self.cluster["messages"])
+        if cluster_res is not None and cluster_res.failed:
+            messages.append(cluster_res.message)
+        live = [r for r in rows if r["state"] != "Deleted"]
+        done = (
+            cluster_res is not None
+            and cluster_res.done
+            and not cluster_res.failed
+            and len(rows) == len(self.machines)
+            and not any(r["failed"] for r in rows)
+            and all(r["state"] == "Running" and r["nodeReady"] for r in live)
+            and len(live) == len(rows)
         )
-        return report
+        stopped = self.until is not None and self.until(rows)
+        return {
+            "done": done,
+            "changed": self.changed,
+            "machines": rows,
+            "messages": messages,
+            "rounds": self.cluster_steps,
+            "steps": self.loop.steps,
+            "timed_out": not done and not stopped and self.loop.timed_out,
+        }

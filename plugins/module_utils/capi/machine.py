@@ -377,7 +377,11 @@ def reconcile_delete(store, machine: dict, *, workload=None, clock=None, check: 
             conditions.set_condition(after, names.DELETING, True, reason, message, clock=clock)
             return progress(message, after_s=5)
     if hooks(names.PRE_TERMINATE_HOOK_PREFIX):
-        return progress(f"waiting for hook(s) {', '.join(hooks(names.PRE_TERMINATE_HOOK_PREFIX))}")
+        # The owner (KCP's kcp-cleanup hook: the etcd member) acts once the Machine says it waits on the hooks.
+        message = f"waiting for hook(s) {', '.join(hooks(names.PRE_TERMINATE_HOOK_PREFIX))}"
+        reason = names.DELETING_WAITING_FOR_PRE_TERMINATE_HOOK_REASON
+        conditions.set_condition(after, names.DELETING, True, reason, message, clock=clock)
+        return progress(message)
     for ref in (infra_ref, (machine["spec"].get("bootstrap") or {}).get("configRef")):
         obj = refs.get_ref(store, ref, ns)
         if obj is None:

@@ -26,7 +26,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.model import condit
 from ansible_collections.baremetal.capi.plugins.module_utils.store.common import generate_name
 
 MACHINE_TEMPLATE_HASH_LABEL = "machine-template-hash"
-KCP_CLEANUP_HOOK = "pre-terminate.delete.hook.machine.cluster.x-k8s.io/kcp-cleanup"
+KCP_CLEANUP_HOOK = names.KCP_CLEANUP_HOOK
 DELETION_ORDERS = ("Random", "Newest", "Oldest")
 
 

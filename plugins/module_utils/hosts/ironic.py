@@ -27,7 +27,7 @@ import os
 import threading
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base, transient
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 
@@ -188,6 +188,7 @@ class IronicDriver:
         self._local = threading.local()
         self._conns: list = []
         self._lock = threading.Lock()
+        self.transient = transient.Tracker("Ironic", base=max(self.poll / 2, 0.5))
 
     # -- connections: openstacksdk connections are not thread-safe; one per thread --
     def conn(self):
@@ -229,8 +230,6 @@ class IronicDriver:
             return None
 
     def reconcile(self, store, bmh) -> Step:
-        from openstack import exceptions as osexc
-
         from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_actions as act
 
         host = self._read(store, bmh)
@@ -241,14 +240,34 @@ class IronicDriver:
             return Step(
                 done=False, message="host is paused", requeue_after=self.poll, data={"host": base.summary(host)}
             )
-        ctx = Ctx(self, store, host, self.conn())
-        after: float | str | None = NOW
+        key = base.key(host)
+        ctx = None
         try:
+            ctx = Ctx(self, store, host, self.conn())
+            after: float | str | None = NOW
             for _action in range(_MAX_ACTIONS_PER_STEP):
                 after = act.handle(ctx)
                 if after != NOW:
                     break
             ctx.save()
+        except Exception as exc:  # noqa: BLE001 - only the transient ones are taken; the rest go on below
+            text = transient.classify(exc)
+            if text is None:
+                if ctx is None:
+                    raise
+                return self._step_error(exc, ctx)
+            # BMO requeues a reconcile that met a dropped connection, a timeout or a 5xx
+            raise self.transient.failed(key, text) from None
+        self.transient.ok(key)
+        return self._finish(ctx, after)
+
+    def _step_error(self, exc, ctx) -> Step:
+        """What the step does with Ironic's answers that are not transient (busy, moved on, gone)."""
+        from openstack import exceptions as osexc
+
+        after: float | str | None = NOW
+        try:
+            raise exc
         except osexc.ConflictException:
             ctx.save()  # keep what was learnt before Ironic said busy
             after = 3.0
@@ -266,6 +285,9 @@ class IronicDriver:
             ctx.save()
             after = self.poll
             ctx.say(f"Ironic node not found, registering again: {exc.details or exc}")
+        return self._finish(ctx, after)
+
+    def _finish(self, ctx, after) -> Step:
         if ctx.host is None:
             return Step(done=True, changed=True, message="host deleted", data={"host": base.summary(None)})
         view = ctx.view()

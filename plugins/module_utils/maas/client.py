@@ -20,16 +20,20 @@ the region did not take the request - since after a 500 or a dropped
 connection MAAS may have done the work: the flow reads the state again on its
 next step instead (an allocation is found again by its ``agent_name``).  A 401
 becomes one clear error that never carries the key.
-TLS is verified unless ``validate_certs=False`` (CAPMAAS never verifies).
+TLS is verified unless ``validate_certs=False`` (CAPMAAS never verifies), against the system's CAs or
+``ca_bundle`` (``tls.py``); an untrusted certificate is one clear error, never retried.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import ssl
 import threading
 import time
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Invalid, Requeue
+from ansible_collections.baremetal.capi.plugins.module_utils.maas import tls
 
 RETRY_STATUSES = (500, 502, 503, 504)
 
@@ -53,6 +57,10 @@ class MaasNotFound(MaasError):
 
 class MaasConflict(MaasError):
     """409: no machine matches the constraints, or a state MAAS does not allow."""
+
+
+class MaasTLSError(MaasError):
+    """The region's certificate could not be verified (or the CA bundle could not be read)."""
 
 
 class MaasUnavailable(Requeue):
@@ -83,13 +91,25 @@ def _ensure_loop() -> asyncio.AbstractEventLoop:
 class Client:
     """One MAAS region: ``url`` (…/MAAS/), ``api_key`` (consumer:token:secret)."""
 
-    def __init__(self, url: str, api_key: str, *, validate_certs: bool = True, retries: int = 5, backoff=0.5):
+    def __init__(self, url: str, api_key: str, *, validate_certs: bool = True, ca_bundle: str | None = None,
+                 retries: int = 5, backoff=0.5):  # fmt: skip
         if not url:
             raise Invalid("the MAAS URL is required", field="maas_url")
         split_api_key(api_key)
         self.url = url if url.endswith("/") else url + "/"
         self._api_key = api_key.strip()
         self.validate_certs = validate_certs
+        self.ca_bundle = ca_bundle or None
+        self._ssl = None
+        if self.ca_bundle and validate_certs:
+            if not os.path.isfile(self.ca_bundle):
+                raise Invalid(f"the MAAS CA bundle {self.ca_bundle} is not a file", field="maas_ca_bundle")
+            try:
+                self._ssl = tls.context_for(self.ca_bundle)
+            except (ssl.SSLError, OSError) as exc:
+                raise Invalid(f"the MAAS CA bundle {self.ca_bundle} holds no usable CA: {exc}",
+                              field="maas_ca_bundle") from None  # fmt: skip
+            tls.install()
         self.retries = retries
         self.backoff = backoff
         self._session = None
@@ -124,7 +144,8 @@ class Client:
             last = attempt == self.retries
             try:
                 self.calls += 1
-                return fn()
+                with tls.using(self._ssl):
+                    return fn()
             except CallError as exc:
                 content = exc.content.decode("utf-8", "replace") if exc.content else ""
                 if exc.status in retry_statuses and not last:
@@ -139,6 +160,8 @@ class Client:
                     continue
                 raise MaasUnavailable(f"MAAS at {self.url}: {what}: {exc}", after=10) from None
             except (TimeoutError, OSError) as exc:  # aiohttp's connection errors are OSErrors
+                if _is_certificate_error(exc):
+                    raise self._tls_error(what, exc) from None
                 if idempotent and not last:
                     time.sleep(delay)
                     delay *= 2
@@ -147,6 +170,14 @@ class Client:
                     f"MAAS at {self.url} unreachable: {what}: {type(exc).__name__}: {exc}", after=10
                 ) from None
         raise AssertionError("unreachable")
+
+    def _tls_error(self, what: str, exc: BaseException) -> MaasTLSError:
+        trusted = f"the CA bundle {self.ca_bundle}" if self.ca_bundle else "the system's CA certificates"
+        reason = getattr(exc, "certificate_error", None) or exc
+        return MaasTLSError(
+            f"MAAS at {self.url}: {what}: the region's TLS certificate is not trusted by {trusted} ({reason}); "
+            "set maas_ca_bundle (or MAAS_CA_BUNDLE) to the CA that signed it, or maas_validate_certs=false"
+        )
 
     def _error(self, what: str, status: int, content: str):
         if status == 401:
@@ -213,6 +244,33 @@ class Client:
             f"power on machine {system_id}", "Machine", "power_on", idempotent=False, system_id=system_id, **params
         )
 
+    def delete_machine(self, system_id: str) -> bool:
+        """``DELETE machines/{id}/`` (a composed VM: MAAS decomposes it); False when it is already gone."""
+        try:
+            self.call(f"delete machine {system_id}", "Machine", "delete", system_id=system_id)
+        except MaasNotFound:
+            return False
+        return True
+
+    # -- interfaces --------------------------------------------------------------------
+
+    def unlink_subnet(self, system_id: str, iface_id: int, link_id: int) -> dict:
+        # python-libmaas: a leading underscore sends a body field whose name is also a URI parameter
+        return self.call(f"unlink subnet on {system_id}", "Interface", "unlink_subnet", idempotent=False,
+                         system_id=system_id, id=iface_id, _id=str(link_id))  # fmt: skip
+
+    def link_subnet(self, system_id: str, iface_id: int, **params) -> dict:
+        return self.call(f"link subnet on {system_id}", "Interface", "link_subnet", idempotent=False,
+                         system_id=system_id, id=iface_id, **params)  # fmt: skip
+
+    # -- LXD VM hosts ----------------------------------------------------------------
+
+    def list_vm_hosts(self) -> list[dict]:
+        return self.call("list VM hosts", "VmHosts", "read")
+
+    def compose(self, host_id: int, **params) -> dict:
+        return self.call(f"compose on VM host {host_id}", "VmHost", "compose", idempotent=False, id=host_id, **params)
+
     # -- DNS resources -------------------------------------------------------------
 
     def find_dns(self, fqdn: str) -> dict | None:
@@ -246,6 +304,17 @@ class Client:
         return True
 
 
+def _is_certificate_error(exc: BaseException) -> bool:
+    """aiohttp's ClientConnectorCertificateError, or an ssl verification error underneath another one."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, ssl.SSLCertVerificationError) or type(exc).__name__ == "ClientConnectorCertificateError":
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def dns_ips(resource: dict | None) -> list[str]:
     """The addresses of a DNS resource as MAAS returns it (``ip_addresses: [{ip, ...}]``)."""
     out = []
@@ -257,5 +326,6 @@ def dns_ips(resource: dict | None) -> list[str]:
 
 
 def connect(options: dict) -> Client:
-    """A Client from a module's ``maas_options()`` (url, api_key, validate_certs)."""
-    return Client(options["url"], options["api_key"], validate_certs=options.get("validate_certs", True))
+    """A Client from a module's ``maas_options()`` (url, api_key, validate_certs, ca_bundle)."""
+    return Client(options["url"], options["api_key"], validate_certs=options.get("validate_certs", True),
+                  ca_bundle=options.get("ca_bundle"))  # fmt: skip

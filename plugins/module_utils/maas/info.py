@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from ansible_collections.baremetal.capi.plugins.module_utils import runner
+from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import certificates
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import state
 from ansible_collections.baremetal.capi.plugins.module_utils.maas.batch import machine_keys
@@ -47,6 +48,9 @@ def machines(store, client, ns: str, *, name=None, cluster=None, workers=8) -> l
         if objs[key] is None:
             continue
         item = {"name": key[1], "namespace": key[0], "object": objs[key], "maas": res.data.get("maas")}
+        owner = refs.owner_of_kind(objs[key], "Machine")
+        machine = refs.get_or_none(store, "Machine", owner["name"], key[0]) if owner else None
+        item.update(certificates.report(store, machine) if machine else {"caExpiry": None, "certificatesExpiry": None})
         if res.failed:
             item["error"] = res.message
         out.append(item)

@@ -15,14 +15,21 @@ providerID on the workload Node, then the Machine's core duties
 from __future__ import annotations
 
 import copy
+import time
 
 from ansible_collections.baremetal.capi.plugins.module_utils import runner
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import cluster as capi_cluster
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import machine as capi_machine
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Invalid, NotFound, Requeue
-from ansible_collections.baremetal.capi.plugins.module_utils.maas import dns, state
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
+    CapiError,
+    Invalid,
+    NoHostAvailable,
+    NotFound,
+    Requeue,
+)
+from ansible_collections.baremetal.capi.plugins.module_utils.maas import dns, lxd, network, state
 from ansible_collections.baremetal.capi.plugins.module_utils.maas.client import MaasConflict, MaasError
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
@@ -47,6 +54,16 @@ def owner_machine(store, mm: dict, *, check: bool = False) -> dict | None:
 def agent_name(mm: dict) -> str:
     """Written on the MAAS machine at allocation: finds it again if the run stops before the providerID is saved."""
     return f"baremetal.capi/{meta.namespace(mm)}/{meta.name(mm)}/{mm['metadata'].get('uid', '')}"
+
+
+def failed_machines(mm: dict, now: float) -> dict[str, float]:
+    """system_id -> when its deployment failed, for the failures still inside the cooldown."""
+    out = {}
+    for item in (meta.annotations(mm).get(names.MAAS_FAILED_MACHINES_ANNOTATION) or "").split(","):
+        sid, _sep, when = item.partition("@")
+        if sid and when.isdigit() and now - int(when) < names.MAAS_FAILED_COOLDOWN:
+            out[sid] = float(when)
+    return out
 
 
 def forget(after: dict) -> None:
@@ -162,6 +179,12 @@ class MachineManager:
 
     def _allocate(self, mm: dict, after: dict, machine: dict, check: bool) -> Step:
         constraints = state.allocate_constraints(after, machine, self.not_tags)
+        network.check(after)  # a bad staticIP is refused before a machine is taken
+        if lxd.enabled(after):
+            vm = lxd.ensure_vm(self.client, after, machine, check=check)
+            if vm is None:  # check mode, nothing composed yet
+                return Step(done=True, changed=True, message=f"would compose VM {lxd.vm_name(after)} on a VM host")
+            constraints = {"system_id": vm}  # the composed VM itself
         found = []
         if mm["metadata"].get("uid"):
             found = self.client.list_machines(agent_name=agent_name(mm))
@@ -170,11 +193,30 @@ class MachineManager:
             if found:
                 m = found[0]  # allocated by an earlier run that stopped before it saved the providerID
             else:
+                avoid = set(failed_machines(after, self._now())) - {constraints.get("system_id")}
+                if avoid and "system_id" not in constraints:
+                    # op=allocate cannot exclude a machine; GET machines/ can (not_id): allocate among the rest
+                    listed = self.client.list_machines(**constraints, status="ready", not_id=sorted(avoid))
+                    candidates = sorted(x["system_id"] for x in listed if x.get("owner") is None)
+                    if not candidates:
+                        raise MaasConflict(
+                            "no available machine matches, other than "
+                            f"{', '.join(sorted(avoid))} (deployment failed recently)",
+                            status=409,
+                            content=f"only {', '.join(sorted(avoid))} match, and their deployment failed recently",
+                        )
+                    constraints = {**constraints, "system_id": candidates}
                 m = self.client.allocate(constraints, dry_run=check, agent_name=agent_name(mm))
         except MaasConflict as exc:
             self._cond(after, names.MAAS_MACHINE_DEPLOYED, False, names.MAAS_MACHINE_DEPLOYING_REASON, exc.content)
             self._save(mm, after, check)
-            raise Requeue(f"no MAAS machine matches {constraints}: {exc.content}", after=30) from None
+            wanted = ", ".join(f"{k}={v}" for k, v in constraints.items() if v not in (None, "", []))
+            raise NoHostAvailable(
+                f"no available MAAS machine matching {wanted}: {exc.content}",
+                selector=wanted,
+                failure_domain=constraints.get("zone"),
+                after=30,
+            ) from None
         zone, system_id = m["zone"]["name"], m["system_id"]
         if check:
             return Step(
@@ -192,6 +234,16 @@ class MachineManager:
         return Step(changed=True, message=f"allocated {m['hostname']} ({system_id})", requeue_after=0)
 
     # -- deploy and follow ---------------------------------------------------------------
+
+    def _now(self) -> float:
+        return self.clock().timestamp() if self.clock else time.time()
+
+    def _remember_failed(self, after: dict, system_id: str) -> None:
+        """Keep a machine whose deployment failed out of this MaasMachine's next allocations for a while."""
+        kept = dict(failed_machines(after, self._now()))
+        kept[system_id] = self._now()
+        value = ",".join(f"{sid}@{int(t)}" for sid, t in sorted(kept.items()))
+        after["metadata"].setdefault("annotations", {})[names.MAAS_FAILED_MACHINES_ANNOTATION] = value
 
     def _fail(self, mm, after, m, reason, message, release: bool):
         """Failed deployment / Broken / unexpected release: release (if asked) and forget; the item fails."""
@@ -219,7 +271,10 @@ class MachineManager:
         user_data = state.user_data_b64(secret, f"Secret {ns}/{secret_name}")
         osystem, series = state.split_image(after["spec"]["image"])
         sid = m["system_id"]
+        static = network.check(after)
         try:
+            if static is not None:
+                network.apply(self.client, m, static)  # spectro-master: the boot interface gets staticIP first
             if self.disable_swap and m.get("swap_size") not in (0, "0"):
                 self.client.update_machine(sid, swap_size="0")
             return self.client.deploy(
@@ -227,7 +282,8 @@ class MachineManager:
                 user_data_b64=user_data,
                 osystem=osystem,
                 distro_series=series,
-                ephemeral=bool(after["spec"].get("deployInMemory")),
+                # CAPMAAS deploys a composed VM without ephemeral_deploy
+                ephemeral=bool(after["spec"].get("deployInMemory")) and not lxd.enabled(after),
             )
         except MaasError as exc:
             # CAPMAAS: a deferred release and the providerID cleared; the next reconcile allocates another
@@ -248,7 +304,13 @@ class MachineManager:
         if current in names.MAAS_STATES_FAILED:
             if check:
                 return Step(done=True, changed=True, message=f"{m['hostname']} is {current}; would release it")
-            self._fail(mm, after, m, names.MAAS_MACHINE_DEPLOY_FAILED_REASON, f"MAAS state {current!r}", release=True)
+            # Node.mark_broken already released a Broken machine and took its owner away: releasing it again
+            # would send it to Ready, into the pool, unfixed. It stays Broken until an admin marks it fixed.
+            broken = current == names.MAAS_STATE_BROKEN
+            if not broken:
+                self._remember_failed(after, m["system_id"])
+            self._fail(mm, after, m, names.MAAS_MACHINE_DEPLOY_FAILED_REASON, f"MAAS state {current!r}",
+                       release=not broken)  # fmt: skip
         if current in names.MAAS_STATES_TERMINATED:
             if check:
                 return Step(done=True, changed=True, message=f"{m['hostname']} is {current}; would forget it")

@@ -16,7 +16,7 @@ import copy
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import machine as capi_machine
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound, Requeue
-from ansible_collections.baremetal.capi.plugins.module_utils.maas import dns, state
+from ansible_collections.baremetal.capi.plugins.module_utils.maas import dns, lxd, state
 from ansible_collections.baremetal.capi.plugins.module_utils.maas.client import MaasConflict
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
@@ -61,6 +61,8 @@ def step(mgr, mm: dict, machine: dict | None, *, check: bool = False) -> Step:
         except MaasConflict as exc:
             raise Requeue(f"MAAS cannot release {m['hostname']} yet: {exc.content}", after=10) from None
         message = f"released {m['hostname']} ({sid})"
+    if lxd.decompose(mgr.client, mm, m):
+        message += f"; VM {m['hostname'] if m else lxd.vm_name(mm)} decomposed"
     mgr._cond(after, names.MAAS_MACHINE_DEPLOYED, False, names.MAAS_DELETED_REASON)
     meta.remove_finalizer(after, names.MAAS_MACHINE_FINALIZER)
     try:

@@ -22,7 +22,7 @@ import copy
 import random
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, Requeue
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, NoHostAvailable, Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base as hosts
 from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, names, selectors
 
@@ -31,6 +31,8 @@ NO_HOST = "No available host found"
 CLAIM_ATTEMPTS = 10
 
 _SYSTEM_RANDOM = random.SystemRandom()  # CAPM3 picks with crypto/rand
+CONSUMER_NAME = "spec.consumerRef.name"
+_REUSE = selectors.requirement(names.NODE_REUSE_LABEL, "exists")
 
 
 def host_selector(m3m: dict) -> selectors.Selector:
@@ -97,6 +99,8 @@ def classify(hosts_list: list[dict], m3m: dict, reuse_value: str | None):
                 skipped[meta.name(host)] = "node-reuse label for another group"
                 continue
         elif (host.get("spec") or {}).get("consumerRef"):
+            ref = host["spec"]["consumerRef"]
+            skipped[meta.name(host)] = f"consumed by {ref.get('kind')} {ref.get('namespace') or ''}/{ref.get('name')}"
             continue
         why = skip_reason(host)
         if why:
@@ -121,13 +125,37 @@ def pick(available: list[dict], failure_domain: str | None, rng=None) -> dict:
     return rng.choice(available)
 
 
+def candidates(store, m3m: dict, selector) -> list[dict]:
+    """The hosts ``classify`` can pick from, read without decoding the hosts other machines consume.
+
+    Free hosts, the host this machine already consumes, and node-reuse hosts (which keep their consumerRef):
+    three indexed queries (store ``fields`` and label filters) instead of every host the selector matches.
+    """
+    ns = meta.namespace(m3m)
+    if not getattr(store, "indexes_fields", False):  # the filters would be applied after reading every host
+        return store.list(hosts.KIND, ns, selector)
+    found = {}
+    for host in (
+        store.list(hosts.KIND, ns, selector, fields={CONSUMER_NAME: None})
+        + store.list(hosts.KIND, ns, selector, fields={CONSUMER_NAME: meta.name(m3m)})
+        + store.list(hosts.KIND, ns, selectors.Selector([*selector.requirements, _REUSE]))
+    ):
+        found[meta.name(host)] = host
+    return [found[name] for name in sorted(found)]  # the store's order: by name
+
+
 def choose_host(store, m3m: dict, machine: dict | None, rng=None, exclude=()) -> tuple[dict | None, str]:
     """(host, reason) where reason is the AssociateBareMetalHost success reason; (None, why) when none.
 
     ``exclude``: host names to leave out (check mode: those other machines of the batch would take).
     """
+    host, reason = _choose(store, m3m, machine, rng, exclude)
+    return (host, reason) if host is not None else (None, reason.message)
+
+
+def _choose(store, m3m: dict, machine: dict | None, rng=None, exclude=()):
     selector = host_selector(m3m)
-    listed = [h for h in store.list(hosts.KIND, meta.namespace(m3m), selector) if meta.name(h) not in exclude]
+    listed = [h for h in candidates(store, m3m, selector) if meta.name(h) not in exclude]
     own, reuse, available, skipped = classify(listed, m3m, node_reuse_value(store, machine))
     if own is not None:
         return own, names.ASSOCIATE_BMH_SUCCESS_REASON
@@ -137,9 +165,38 @@ def choose_host(store, m3m: dict, machine: dict | None, rng=None, exclude=()) ->
             raise Requeue(f"node-reuse host(s) {', '.join(meta.name(h) for h in not_ready)} not ready yet", after=30)
         return reuse[-1], names.ASSOCIATE_BMH_VIA_NODE_REUSE_SUCCESS_REASON
     if not available:
-        detail = f" ({len(listed)} host(s) match the selector, none ready or available)" if listed else ""
-        return None, NO_HOST + detail
+        return None, no_host(store, m3m, selector, listed, skipped, exclude)
     return pick(available, (m3m.get("spec") or {}).get("failureDomain"), rng), names.ASSOCIATE_BMH_SUCCESS_REASON
+
+
+def no_host(store, m3m: dict, selector, _listed: list, skipped: dict, exclude=()) -> NoHostAvailable:
+    """The typed error: "No available host found: no available host matching <selector> ...", with every host
+    of the namespace seen and why each was not taken (CAPM3 logs only the first line)."""
+    ns = meta.namespace(m3m)
+    fd = (m3m.get("spec") or {}).get("failureDomain")
+    every = store.list(hosts.KIND, ns)
+    shown = str(selector) or "any labels"
+    text = f"{NO_HOST}: no available host matching {shown}" + (f" (failure domain {fd}, preferred)" if fd else "")
+    matching = sum(1 for h in every if selector.matches(meta.labels(h)))
+    text += f"; {len(every)} BareMetalHost(s) in {ns}, {matching} matching"
+    reasons = dict(skipped)
+    for name in exclude:
+        reasons.setdefault(name, "taken by another machine of this run")
+    for host in every:
+        ref = (host.get("spec") or {}).get("consumerRef") or {}
+        if not selector.matches(meta.labels(host)):
+            reasons.setdefault(meta.name(host), "labels do not match")
+        elif ref.get("name"):  # candidates() never read the consumed hosts: say why they were not taken
+            reasons.setdefault(
+                meta.name(host), f"consumed by {ref.get('kind')} {ref.get('namespace') or ns}/{ref['name']}"
+            )
+    if reasons:
+        text += ": " + "; ".join(f"{name} {why}" for name, why in sorted(reasons.items())[:20])
+        if len(reasons) > 20:
+            text += f"; ... {len(reasons) - 20} more"
+    return NoHostAvailable(
+        text, selector=shown, failure_domain=fd, seen=len(every), skipped=reasons, obj=meta.ref(m3m), after=30
+    )
 
 
 def consumer_ref(m3m: dict) -> dict:
@@ -162,7 +219,7 @@ def claimed(host: dict, m3m: dict, cluster_name: str) -> dict:
 
 
 def claim(store, m3m: dict, machine: dict, *, prepare=None, check: bool = False, rng=None, exclude=()):
-    """Choose a host and claim it; returns (host, reason).  Requeue("No available host found") when none.
+    """Choose a host and claim it; returns (host, reason).  NoHostAvailable (a Requeue) when none.
 
     ``prepare(host) -> host`` adds what the same write should carry (the host
     spec when there is no data template).  The write carries the listed
@@ -171,9 +228,9 @@ def claim(store, m3m: dict, machine: dict, *, prepare=None, check: bool = False,
     """
     cluster_name = machine["spec"]["clusterName"]
     for _attempt in range(CLAIM_ATTEMPTS):
-        host, reason = choose_host(store, m3m, machine, rng, exclude)
+        host, reason = _choose(store, m3m, machine, rng, exclude)
         if host is None:
-            raise Requeue(reason, after=30, obj=meta.ref(m3m))
+            raise reason
         if check:
             return host, reason
         new = claimed(host, m3m, cluster_name)

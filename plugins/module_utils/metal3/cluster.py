@@ -123,9 +123,12 @@ def reconcile(store, name: str, ns: str, *, check: bool = False, clock=None) -> 
         return Step(done=False, changed=after != m3c, message="paused", requeue_after=30)
     meta.add_finalizer(after, names.METAL3_CLUSTER_FINALIZER)
     status = after.setdefault("status", {})
+    # CAPM3: status.failureDomains follows spec.failureDomains, including when it is removed
     fds = after["spec"].get("failureDomains")
-    if fds is not None:
+    if fds:
         status["failureDomains"] = copy.deepcopy(fds)
+    else:
+        status.pop("failureDomains", None)
     try:
         validate(after)
         valid, why = True, ""

@@ -84,21 +84,25 @@ class DataManager(AddressesMixin):
         return True, new if check else self.store.update(new), warnings
 
     def delete_template(self, name: str, ns: str, check: bool = False) -> bool:
-        """Delete a template; refused while a Metal3Data made from it exists (upstream waits)."""
+        """Delete a template and release its finalizer; refused while a Metal3Data or Metal3DataClaim of it exists.
+
+        CAPM3's reconcileDelete counts the claims that still exist (UpdateDatas), not ``status.indexes``: an
+        index left by a run killed between its writes must not keep the template deleting forever.
+        """
         template = _get(self.store, "Metal3DataTemplate", name, ns)
         if template is None:
             return False
         used = [
-            f"Metal3Data {meta.name(d)}"
-            for d in self.store.list("Metal3Data", ns)
+            f"{kind} {meta.name(d)}"
+            for kind in ("Metal3Data", "Metal3DataClaim")
+            for d in self.store.list(kind, ns)
             if (d.get("spec") or {}).get("template", {}).get("name") == name
         ]
-        used = used or [f"claim {e['name']}" for e in (template.get("status") or {}).get("indexes") or []]
         if used:
             raise Invalid(
                 f"still in use by {', '.join(sorted(used)[:5])}: delete those machines' data first",
                 obj=meta.ref(template),
-                field="status.indexes",
+                field="metadata.finalizers",
             )
         if check:
             return True

@@ -12,8 +12,11 @@ and the webhooks), with two deliberate differences:
   so two processes can never hand out one address.  Sequential pools keep a
   free-address cursor (ipam_cursor.py: a high-water mark and the released
   indexes below it) so that a claim probes O(1) names however full the pool is.
-  ``status.indexes`` keeps upstream's shape and is rebuilt when the pool itself
-  is reconciled (``reconcile_pool``), not rewritten per claim.
+
+``status.indexes`` is upstream's allocation record, ``{claim name: address}``: written when a
+claim gets its address and when it lets it go (createAddress / deleteAddress), rebuilt from the
+IPAddress objects when the pool itself is reconciled (getIndexes).  A claim recorded there keeps
+that address: its IPAddress is made again with the same address if it went missing.
 """
 
 from __future__ import annotations
@@ -26,11 +29,14 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     Conflict,
     Invalid,
     NotFound,
+    Requeue,
 )
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import ipaddr
+from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam_capi import CapiClaimsMixin
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam_cursor import Cursor
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam_pools import (
     PoolsMixin,
+    _now,
     address_name,
     retry_conflicts,
 )
@@ -45,11 +51,47 @@ CREATE_FAILED = "Failed to create associated IPAddress object"
 _RETRIES = 50
 
 
+def is_capi(claim: dict) -> bool:
+    """A Cluster API IPAddressClaim (ipam.cluster.x-k8s.io), as opposed to a Metal3 IPClaim."""
+    return claim.get("kind") == "IPAddressClaim"
+
+
+def claim_kind(claim: dict) -> tuple[str, str]:
+    """(the claim's kind key, IPAM's finalizer on it)."""
+    if is_capi(claim):
+        return f"IPAddressClaim.{kinds.CAPI_IPAM_GROUP}", names.CAPI_IPADDRESSCLAIM_FINALIZER
+    return "IPClaim", names.IPCLAIM_FINALIZER
+
+
+def _claim_of(address: dict) -> str | None:
+    spec = address.get("spec") or {}
+    return (spec.get("claim") or spec.get("claimRef") or {}).get("name")
+
+
+def capi_error_condition(status: dict, error: str | None) -> None:
+    """The one condition ip-address-manager sets on an IPAddressClaim (capiUpdateAddress): type and
+    reason ``ErrorMessage``, False/Info with an empty message once answered, True/Error with the
+    message on failure.  They are v1beta1 conditions, kept where Cluster API v1beta2 keeps those."""
+    from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions
+
+    old = (((status.get("deprecated") or {}).get("v1beta1") or {}).get("conditions")) or []
+    cond = {
+        "type": "ErrorMessage",
+        "status": "True" if error else "False",
+        "severity": "Error" if error else "Info",
+        "reason": "ErrorMessage",
+        "message": error or "",
+    }
+    same = [c for c in old if c.get("type") == "ErrorMessage" and {k: c.get(k) for k in cond} == cond]
+    cond["lastTransitionTime"] = same[0]["lastTransitionTime"] if same else conditions.now_rfc3339()
+    status.setdefault("deprecated", {}).setdefault("v1beta1", {})["conditions"] = [cond]
+
+
 class AllocationFailed(CapiError):
     """The claim could not get an address; its status.errorMessage says why."""
 
 
-class IPAM(PoolsMixin):
+class IPAM(PoolsMixin, CapiClaimsMixin):
     """Pools, claims and addresses on a store (the IPAM controller's reconcile steps)."""
 
     def __init__(self, store, rng: random.Random | None = None):
@@ -86,14 +128,17 @@ class IPAM(PoolsMixin):
         return changed or had is None, claim, address
 
     def _current_address(self, claim: dict) -> dict | None:
-        ref = (claim.get("status") or {}).get("address")
+        capi = is_capi(claim)
+        ref = (claim.get("status") or {}).get("addressRef" if capi else "address")
         if not ref or not ref.get("name"):
             return None
         try:
-            addr = self.store.get(kinds.M3_IPADDRESS, ref["name"], meta.namespace(claim))
+            addr = self.store.get(
+                kinds.CAPI_IPADDRESS if capi else kinds.M3_IPADDRESS, ref["name"], meta.namespace(claim)
+            )
         except NotFound:
             return None
-        return addr if addr["spec"].get("claim", {}).get("name") == meta.name(claim) else None
+        return addr if _claim_of(addr) == meta.name(claim) else None
 
     def allocate(self, claim: dict, pool: dict | None = None) -> tuple[dict, dict]:
         """Give ``claim`` an address (idempotent).  Raises AllocationFailed with upstream's message."""
@@ -103,21 +148,33 @@ class IPAM(PoolsMixin):
         if meta.is_deleting(claim):
             raise Invalid("the claim is being deleted", obj=meta.ref(claim), field="metadata.deletionTimestamp")
 
+        ckind, finalizer = claim_kind(claim)
+
         def add_finalizer():
-            cur = self.store.get("IPClaim", meta.name(claim), ns)
-            if meta.add_finalizer(cur, names.IPCLAIM_FINALIZER):
+            cur = self.store.get(ckind, meta.name(claim), ns)
+            if meta.add_finalizer(cur, finalizer):
                 cur = self.store.update(cur)
             return cur
 
         claim = retry_conflicts(add_finalizer)
+        try:  # the pool as it is now: its allocation record and whether it is being deleted
+            pool = self.store.get("IPPool", meta.name(pool), meta.namespace(pool))
+        except NotFound:
+            pass
         for _attempt in range(_RETRIES):
             existing = self._current_address(claim)
             if existing is not None:
                 if (claim.get("status") or {}).get("errorMessage"):
                     claim = self._set_status(claim, existing, None)
+                self._record(pool, meta.name(claim), existing["spec"]["address"])
                 return claim, existing
+            recorded = ((pool.get("status") or {}).get("indexes") or {}).get(meta.name(claim))
             try:
-                address, cursor_step = self._take(pool, claim)
+                if recorded:
+                    # createAddress: a claim in the allocation record keeps the address recorded there
+                    address, cursor_step = self._keep(pool, claim, recorded), None
+                else:
+                    address, cursor_step = self._take(pool, claim)
             except AllocationFailed as exc:
                 self._set_status(claim, None, exc.message)
                 raise
@@ -125,7 +182,7 @@ class IPAM(PoolsMixin):
                 claim = self._set_status(claim, address, None)
             except Conflict:
                 # Someone else reconciled this claim meanwhile: keep theirs, give ours back.
-                claim = self.store.get("IPClaim", meta.name(claim), ns)
+                claim = self.store.get(ckind, meta.name(claim), ns)
                 theirs = self._current_address(claim)
                 if theirs is None:
                     continue
@@ -134,18 +191,65 @@ class IPAM(PoolsMixin):
                 return claim, theirs
             if cursor_step:
                 cursor_step()
+            self._record(pool, meta.name(claim), address["spec"]["address"])
             return claim, address
         raise Conflict("the claim kept changing while allocating", obj=meta.ref(claim))
+
+    def _record(self, pool: dict, claim_name: str, ip: str | None) -> None:
+        """Write ``status.indexes[claim_name] = ip`` (or drop the entry when ``ip`` is None)."""
+        name, ns = meta.name(pool), meta.namespace(pool)
+
+        def attempt():
+            cur = self.store.get("IPPool", name, ns)
+            status = dict(cur.get("status") or {})
+            indexes = dict(status.get("indexes") or {})
+            if ip is None:
+                if claim_name not in indexes:
+                    return
+                indexes.pop(claim_name)
+            else:
+                if indexes.get(claim_name) == ip:
+                    return
+                indexes[claim_name] = ip
+            status["indexes"] = indexes
+            if not indexes:
+                status.pop("indexes")
+            status["lastUpdated"] = _now()
+            cur["status"] = status
+            self.store.update_status(cur)
+
+        try:
+            retry_conflicts(attempt)
+        except NotFound:
+            pass
+
+    def _keep(self, pool: dict, claim: dict, ip: str) -> dict:
+        """The IPAddress of the recorded ``ip``: the existing one, or made again (same name, same address)."""
+        found = ipaddr.Ranges(pool["spec"]).locate(ip)
+        r = found[1] if found else ipaddr.Range({})
+        address = self._probe(pool, claim, ip, r)
+        if address is None:
+            raise Requeue(
+                f"{ip} is recorded for this claim in IPPool {meta.name(pool)} status.indexes but its IPAddress "
+                f"{address_name(pool, ip)} belongs to another claim; waiting for the record to be rebuilt",
+                obj=meta.ref(claim),
+            )
+        return address
 
     def _set_status(self, claim: dict, address: dict | None, error: str | None) -> dict:
         new = meta.deepcopy(claim)
         status = dict(new.get("status") or {})
-        if address is not None:
-            status["address"] = {"name": meta.name(address), "namespace": meta.namespace(address)}
-        if error is None:
-            status.pop("errorMessage", None)
+        if is_capi(claim):
+            if address is not None:
+                status["addressRef"] = {"name": meta.name(address)}
+            capi_error_condition(status, error)
         else:
-            status["errorMessage"] = error
+            if address is not None:
+                status["address"] = {"name": meta.name(address), "namespace": meta.namespace(address)}
+            if error is None:
+                status.pop("errorMessage", None)
+            else:
+                status["errorMessage"] = error
         if status == (claim.get("status") or {}):
             return claim
         new["status"] = status
@@ -163,7 +267,8 @@ class IPAM(PoolsMixin):
         spec = pool["spec"]
         ranges = ipaddr.Ranges(spec)
         pre = {k: ipaddr.normalize(v) for k, v in (spec.get("preAllocations") or {}).items()}
-        reserved = set(pre.values())
+        # getIndexes: pre-allocated addresses count as in use unless the pool is being deleted
+        reserved = set() if meta.is_deleting(pool) else set(pre.values())
         name = meta.name(claim)
         requested = meta.annotations(claim).get(names.IPADDRESS_ANNOTATION, "")
         if requested and ipaddr.normalize(requested) is None:
@@ -182,9 +287,15 @@ class IPAM(PoolsMixin):
             if name not in pre and exact in reserved:
                 # upstream counts every pre-allocated address as in use
                 raise AllocationFailed(REQUESTED_NOT_AVAILABLE, obj=meta.ref(claim))
-            address = self._try_create(pool, claim, exact, found[1])
+            address = self._probe(pool, claim, exact, found[1])
+            if address is None and name in pre:
+                # upstream: the create meets AlreadyExists, a transient error: requeue, no errorMessage
+                raise Requeue(
+                    f"pre-allocated {exact} is held by IPAddress {address_name(pool, exact)} of another claim",
+                    obj=meta.ref(claim),
+                )
             if address is None:
-                raise AllocationFailed(REQUESTED_NOT_AVAILABLE if requested else CREATE_FAILED, obj=meta.ref(claim))
+                raise AllocationFailed(REQUESTED_NOT_AVAILABLE, obj=meta.ref(claim))
             return address, None
         if spec.get("allocationStrategy") == "random":
             for r in ranges.ranges:
@@ -198,6 +309,13 @@ class IPAM(PoolsMixin):
                     address = self._probe(pool, claim, ip, r)
                     if address is not None:
                         return address, None
+            raise AllocationFailed(EXHAUSTED, obj=meta.ref(claim))
+        if meta.is_deleting(pool) and pre:
+            # the pre-allocated addresses below the cursor's high-water mark are free now: scan from 0
+            for _idx, ip, r in ranges.iterate(0):
+                address = self._probe(pool, claim, ip, r)
+                if address is not None:
+                    return address, None
             raise AllocationFailed(EXHAUSTED, obj=meta.ref(claim))
         cursor = Cursor(self.store, pool, ranges)
         state, seen = cursor.read()
@@ -227,18 +345,37 @@ class IPAM(PoolsMixin):
         except NotFound:
             existing = None
         if existing is not None:
-            return existing if self._ours(existing, claim) else None
+            return existing if self._ours(existing, claim) else self._taken(pool, claim, existing)
         try:
-            self.store.get(kinds.CAPI_IPADDRESS, nm, ns)
-            return None
+            capi = self.store.get(kinds.CAPI_IPADDRESS, nm, ns)
         except NotFound:
-            pass
+            capi = None
+        if capi is not None:
+            return capi if self._ours(capi, claim) else self._taken(pool, claim, capi)
         return self._try_create(pool, claim, ip, r)
+
+    @staticmethod
+    def _taken(pool: dict, claim: dict, existing: dict) -> None:
+        """None when ``existing`` (an IPAddress of the wanted name) is another allocation of this pool.
+
+        An object of that name that this pool does not count (another pool with the same namePrefix,
+        a stray object) is a name clash: upstream's create fails with AlreadyExists and the claim is
+        requeued, never given a different address (Requeue here).
+        """
+        spec = existing.get("spec") or {}
+        owner = (spec.get("pool") or spec.get("poolRef") or {}).get("name")
+        if owner != meta.name(pool):
+            raise Requeue(
+                f"{kinds.of(existing).kind} {meta.namespace(existing)}/{meta.name(existing)} already exists and is "
+                f"not an address of IPPool {meta.name(pool)}: name clash, requeued",
+                obj=meta.ref(claim),
+            )
+        return None
 
     @staticmethod
     def _ours(address: dict, claim: dict) -> bool:
         """An IPAddress made for this very claim (left by an interrupted run): adopt it."""
-        if address["spec"].get("claim", {}).get("name") != meta.name(claim) or meta.is_deleting(address):
+        if _claim_of(address) != meta.name(claim) or meta.is_deleting(address):
             return False
         uid = claim["metadata"].get("uid")
         return any(r.get("uid") == uid for r in address["metadata"].get("ownerReferences") or [])
@@ -259,20 +396,33 @@ class IPAM(PoolsMixin):
             aspec["gateway"] = gateway
         if dns:
             aspec["dnsServers"] = list(dns)
+        kind, finalizer = kinds.M3_IPADDRESS, names.IPADDRESS_FINALIZER
+        if is_capi(claim):
+            # capiCreateAddress: poolRef/claimRef, gateway as a string, no DNS servers
+            kind, finalizer = kinds.CAPI_IPADDRESS, names.CAPI_IPADDRESS_FINALIZER
+            aspec = {
+                "address": ip,
+                "poolRef": {"apiGroup": kinds.M3IPAM_GROUP, "kind": "IPPool", "name": meta.name(pool)},
+                "claimRef": {"name": meta.name(claim)},
+                "prefix": prefix,
+                "gateway": gateway or "",
+            }
         obj = meta.new(
-            kinds.M3_IPADDRESS,
+            kind,
             address_name(pool, ip),
             ns,
             spec=aspec,
-            finalizers=[names.IPADDRESS_FINALIZER],
+            finalizers=[finalizer],
             labels=dict(meta.labels(claim)) or None,
         )
-        obj["metadata"]["ownerReferences"] = [meta.owner_reference(pool), meta.owner_reference(claim)]
+        # the claim's own owners first, then the pool and the claim (createAddress / capiCreateAddress)
+        owners = list(claim["metadata"].get("ownerReferences") or []) if is_capi(claim) else []
+        obj["metadata"]["ownerReferences"] = owners + [meta.owner_reference(pool), meta.owner_reference(claim)]
         try:
             return self.store.create(obj)
         except AlreadyExists:
-            existing = self.store.get(kinds.M3_IPADDRESS, obj["metadata"]["name"], ns)
-            return existing if self._ours(existing, claim) else None
+            existing = self.store.get(kind, obj["metadata"]["name"], ns)
+            return existing if self._ours(existing, claim) else self._taken(pool, claim, existing)
 
     def peek(self, pool: dict, claim: dict) -> dict | None:
         """The address a claim would get, without writing anything (check mode)."""
@@ -281,7 +431,9 @@ class IPAM(PoolsMixin):
         pre = (spec.get("preAllocations") or {}).get(meta.name(claim))
         requested = meta.annotations(claim).get(names.IPADDRESS_ANNOTATION)
         ns = meta.namespace(pool)
-        reserved = {ipaddr.normalize(v) for v in (spec.get("preAllocations") or {}).values()}
+        reserved = set()
+        if not meta.is_deleting(pool):
+            reserved = {ipaddr.normalize(v) for v in (spec.get("preAllocations") or {}).values()}
         candidates = [ipaddr.normalize(pre or requested)] if (pre or requested) else None
         if spec.get("allocationStrategy") == "random":
             order = ranges.iterate(0)
@@ -311,15 +463,18 @@ class IPAM(PoolsMixin):
 
     def _free_address(self, address: dict, pool: dict | None) -> None:
         ns, nm = meta.namespace(address), meta.name(address)
+        capi = "poolRef" in (address.get("spec") or {})
+        kind = kinds.CAPI_IPADDRESS if capi else kinds.M3_IPADDRESS
+        finalizer = names.CAPI_IPADDRESS_FINALIZER if capi else names.IPADDRESS_FINALIZER
 
         def drop():
-            cur = self.store.get(kinds.M3_IPADDRESS, nm, ns)
-            if meta.remove_finalizer(cur, names.IPADDRESS_FINALIZER):
+            cur = self.store.get(kind, nm, ns)
+            if meta.remove_finalizer(cur, finalizer):
                 self.store.update(cur)
 
         try:
             retry_conflicts(drop)
-            self.store.delete(kinds.M3_IPADDRESS, nm, ns)
+            self.store.delete(kind, nm, ns)
         except NotFound:
             pass
         if pool is not None and pool["spec"].get("allocationStrategy") != "random":
@@ -334,19 +489,28 @@ class IPAM(PoolsMixin):
         changed = False
         address = self._current_address(claim)
         if address is not None:
-            try:
-                pool = self.store.get("IPPool", address["spec"]["pool"]["name"], ns)
-            except NotFound:
-                pool = None
+            pool_name = (address["spec"].get("pool") or address["spec"].get("poolRef") or {}).get("name")
+        else:
+            pool_name = (claim["spec"].get("pool") or claim["spec"].get("poolRef") or {}).get("name")
+        try:
+            pool = self.store.get("IPPool", pool_name, ns) if pool_name else None
+        except NotFound:
+            pool = None
+        if address is not None:
             self._free_address(address, pool)
             changed = True
+        if pool is not None:
+            self._record(pool, meta.name(claim), None)  # deleteAddress: the claim leaves the record
+
+        ckind, finalizer = claim_kind(claim)
+        ref_key = "addressRef" if is_capi(claim) else "address"
 
         def drop():
-            cur = self.store.get("IPClaim", meta.name(claim), ns)
-            if (cur.get("status") or {}).get("address"):
-                cur["status"].pop("address")
+            cur = self.store.get(ckind, meta.name(claim), ns)
+            if (cur.get("status") or {}).get(ref_key):
+                cur["status"].pop(ref_key)
                 cur = self.store.update_status(cur)
-            if meta.remove_finalizer(cur, names.IPCLAIM_FINALIZER):
+            if meta.remove_finalizer(cur, finalizer):
                 self.store.update(cur)
                 return True
             return False

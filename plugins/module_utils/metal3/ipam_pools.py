@@ -61,7 +61,7 @@ class PoolsMixin:
             if check:
                 return True, obj
             created = self.store.create(obj)
-            return True, self.reconcile_pool(created)
+            return True, self._serve(self.reconcile_pool(created))
         merged = meta.deepcopy(old)
         merged["spec"] = obj["spec"]
         for key in ("labels", "annotations"):
@@ -72,8 +72,14 @@ class PoolsMixin:
             return changed, merged
         if changed:
             merged = self.store.update(merged)
-        after = self.reconcile_pool(merged)
+        after = self._serve(self.reconcile_pool(merged))
         return changed, after
+
+    def _serve(self, pool: dict) -> dict:
+        """The pool reconcile answers the Cluster API claims naming it too (UpdateAddresses)."""
+        if not self.serve_capi_claims(pool):
+            return pool
+        return self.store.get("IPPool", meta.name(pool), meta.namespace(pool))
 
     def reconcile_pool(self, pool: dict) -> dict:
         """Finalizer, cluster label and owner, and status.indexes rebuilt from the IPAddresses."""

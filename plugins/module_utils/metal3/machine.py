@@ -28,6 +28,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     CapiError,
     Conflict,
     Invalid,
+    NoHostAvailable,
     NotFound,
     Requeue,
 )
@@ -237,12 +238,17 @@ class MachineManager:
                     self._would_take.add(meta.name(host))
             else:
                 host, reason = choose.claim(self.store, after, machine, prepare=prepare, rng=self.rng)
-        except Requeue as exc:
-            if choose.NO_HOST in exc.message:
-                self._cond(after, names.ASSOCIATE_BMH, False, names.ASSOCIATE_BMH_FAILED_REASON, exc.message)
-                self._save(m3m, after, check)
-                raise Requeue(exc.message, after=self.no_host_requeue) from None
-            raise
+        except NoHostAvailable as exc:
+            self._cond(after, names.ASSOCIATE_BMH, False, names.ASSOCIATE_BMH_FAILED_REASON, exc.message)
+            self._save(m3m, after, check)
+            raise NoHostAvailable(
+                exc.message,
+                selector=exc.selector,
+                failure_domain=exc.failure_domain,
+                seen=exc.seen,
+                skipped=exc.skipped,
+                after=self.no_host_requeue,
+            ) from None
         if check:
             return Step(
                 done=True,

@@ -11,11 +11,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-try:
-    import yaml
-except ImportError:  # PyYAML comes with ansible-core; the modules report it missing otherwise
-    yaml = None
-
+from ansible_collections.baremetal.capi.plugins.module_utils import yamltext
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
 
@@ -23,6 +19,10 @@ M3_POOL_GROUP, M3_POOL_KIND = "ipam.metal3.io", "IPPool"
 MAC_RE = re.compile(r"^([0-9A-Fa-f]{2}[:-]){5}([0-9A-Fa-f]{2})$")
 DEFAULT_MTU = 1500  # CRD default
 OBJECTS = ("machine", "metal3machine", "baremetalhost")
+GO_INT_MIN, GO_INT_MAX = -(1 << 63), (1 << 63) - 1  # Go's int on the 64-bit platforms CAPM3 ships for
+# What go-yaml's reader refuses ("control characters are not allowed"): sigs.k8s.io/yaml.Marshal
+# writes JSON first (which escapes C0 controls) and reads it back with go-yaml, so these fail there.
+YAML_REFUSED = re.compile("[\x7f-\x84\x86-\x9f\ufffe\uffff]")
 
 
 class RenderContext:
@@ -103,8 +103,13 @@ def gateway_pool(gw: dict, objects: dict | None, where: str, field: str) -> tupl
 
 
 def referenced_pools(template: dict, objects: dict | None = None) -> dict:
-    """{pool name: {"apiGroup", "kind", "field"}} of every pool the template names (getReferencedPools).
+    """{pool name: {"apiGroup", "kind", "field"}} of every pool the template claims (getReferencedPools).
 
+    Upstream's rule, including where it claims more than the renderer reads: an ipv4/ipv6 network or
+    route gateway with ``fromPoolAnnotation`` also claims its ``fromPoolRef`` (else its
+    ``ipAddressFromIPPool`` / ``fromIPPool``), and a gateway's pool is claimed even when ``string``
+    gives the gateway.  One difference, a fix: upstream never claims the ``fromPoolAnnotation`` pool of
+    a DHCP/SLAAC route's gateway, so rendering such a route always fails there; it is claimed here.
     ``field`` is where the pool is first named, for messages.
     """
     where = meta.ref(template)
@@ -112,36 +117,47 @@ def referenced_pools(template: dict, objects: dict | None = None) -> dict:
     pools: dict = {}
 
     def add(name, ref, field):
-        if not name:
-            return
+        # addRef: group and kind default to Metal3's IPPool; one name, one resource type
         group = (ref or {}).get("apiGroup") or M3_POOL_GROUP
         kind = (ref or {}).get("kind") or M3_POOL_KIND
         old = pools.setdefault(name, {"apiGroup": group, "kind": kind, "field": field})
         if (old["apiGroup"], old["kind"]) != (group, kind):
-            raise Invalid(
-                f'multiple references with the same name "{name}" but different resource types', obj=where, field=field
-            )
+            raise Invalid("multiple references with the same name but different resource types", obj=where, field=field)
+
+    def add_name(name, field):
+        if name:
+            add(name, None, field)
+
+    def add_annotation(ref, field):
+        name = _annotation_pool(ref, objects, where, f"{field}.fromPoolAnnotation") if ref else None
+        if name:
+            add(name, None, field)
+
+    def add_source(holder, ref_key, name_key, field, annotation=True):
+        if annotation:
+            add_annotation(holder.get("fromPoolAnnotation"), field)
+        ref = holder.get(ref_key) or {}
+        if ref.get("name"):
+            add(ref["name"], ref, field)
+        else:
+            add_name(holder.get(name_key), field)
 
     md = spec.get("metaData") or {}
     for key in ("ipAddressesFromPool", "prefixesFromPool", "gatewaysFromPool", "dnsServersFromPool"):
         for i, item in enumerate(md.get(key) or []):
-            add(item.get("name"), item, f"spec.metaData.{key}[{i}]")
+            add(item.get("name") or "", item, f"spec.metaData.{key}[{i}]")
     nd = spec.get("networkData") or {}
     networks = nd.get("networks") or {}
     for family in ("ipv4", "ipv6", "ipv4DHCP", "ipv6DHCP", "ipv6SLAAC"):
         for i, net in enumerate(networks.get(family) or []):
             field = f"spec.networkData.networks.{family}[{i}]"
             if family in ("ipv4", "ipv6"):
-                found = network_pool(net, objects, where, field)
-                if found:
-                    add(found[0], found[1], field)
+                add_source(net, "fromPoolRef", "ipAddressFromIPPool", field)
             for j, route in enumerate(net.get("routes") or []):
                 rfield = f"{field}.routes[{j}]"
-                found = gateway_pool(route.get("gateway") or {}, objects, where, f"{rfield}.gateway")
-                if found:
-                    add(found[0], found[1], f"{rfield}.gateway")
-                add((route.get("services") or {}).get("dnsFromIPPool"), None, f"{rfield}.services.dnsFromIPPool")
-    add((nd.get("services") or {}).get("dnsFromIPPool"), None, "spec.networkData.services.dnsFromIPPool")
+                add_source(route.get("gateway") or {}, "fromPoolRef", "fromIPPool", f"{rfield}.gateway")
+                add_name((route.get("services") or {}).get("dnsFromIPPool"), f"{rfield}.services.dnsFromIPPool")
+    add_name((nd.get("services") or {}).get("dnsFromIPPool"), "spec.networkData.services.dnsFromIPPool")
     return pools
 
 
@@ -178,9 +194,16 @@ def render_meta_data(ctx: RenderContext) -> dict | None:
             value = ctx.pool(e.get("name"), f"{base}.{key}[{i}].name").get(attr)
             out[e["key"]] = str(value if value is not None else "")
     index = (ctx.data.get("spec") or {}).get("index", 0)
-    for e in md.get("indexes") or []:
+    for i, e in enumerate(md.get("indexes") or []):
         step = e.get("step") or 1
-        out[e["key"]] = f"{e.get('prefix', '')}{e.get('offset', 0) + index * step}{e.get('suffix', '')}"
+        value = e.get("offset", 0) + index * step
+        if not GO_INT_MIN <= value <= GO_INT_MAX:
+            # upstream computes offset + index * step in Go's int and would wrap around silently
+            raise ctx.err(
+                f"offset + index * step = {e.get('offset', 0)} + {index} * {step} overflows a 64-bit integer",
+                f"{base}.indexes[{i}]",
+            )
+        out[e["key"]] = f"{e.get('prefix', '')}{value}{e.get('suffix', '')}"
     for e in md.get("namespaces") or []:
         out[e["key"]] = meta.namespace(ctx.data)
     for i, e in enumerate(md.get("objectNames") or []):
@@ -196,6 +219,7 @@ def render_meta_data(ctx: RenderContext) -> dict | None:
     # dnsServersFromPool: claimed above (referenced_pools) but, as upstream, no key is rendered.
     m3m = ctx.objects["metal3machine"]
     out["providerid"] = f"{meta.namespace(m3m)}/{meta.name(bmh)}/{meta.name(m3m)}"
+    check_serialisable(ctx, out, base)
     return out
 
 
@@ -212,8 +236,8 @@ def translate_mask(prefix: int, ipv4: bool, where: str = "", field: str = "") ->
 
 
 def link_mac(ctx: RenderContext, mac: dict | None, field: str) -> str | None:
-    if not mac:
-        return None  # upstream accepts a nil macAddress and omits the key
+    if mac is None:
+        return None  # no macAddress: the key is left out (upstream's CRD requires one)
     if mac.get("string") is not None:
         value = mac["string"]
     elif mac.get("fromHostInterface") is not None:
@@ -223,7 +247,7 @@ def link_mac(ctx: RenderContext, mac: dict | None, field: str) -> str | None:
         obj = ctx.obj(ref.get("object"), f"{field}.fromAnnotation.object")
         value = meta.annotations(obj).get(ref.get("annotation", ""), "")
     else:
-        return None
+        raise ctx.err("no MAC address given", field)  # getLinkMacAddress: macAddress: {}
     if not isinstance(value, str) or not MAC_RE.match(value):
         raise ctx.err(f"bad MAC address: {value}", field)
     return value
@@ -363,11 +387,30 @@ def render_network_data(ctx: RenderContext) -> dict | None:
     pool = (nd.get("services") or {}).get("dnsFromIPPool")
     if pool:
         services += _dns(ctx.pool(pool, "spec.networkData.services.dnsFromIPPool").get("dnsServers"))
-    return {
+    out = {
         "links": render_links(ctx, nd.get("links") or {}),
         "networks": render_networks(ctx, nd.get("networks") or {}),
         "services": services,
     }
+    check_serialisable(ctx, out, "spec.networkData")
+    return out
+
+
+def check_serialisable(ctx: RenderContext, value, field: str) -> None:
+    """Refuse what upstream's yaml.Marshal refuses: a key or string holding a character go-yaml rejects."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            check_serialisable(ctx, k, f"{field}[{k!r}]")
+            check_serialisable(ctx, v, f"{field}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            check_serialisable(ctx, v, f"{field}[{i}]")
+    elif isinstance(value, str):
+        bad = YAML_REFUSED.search(value)
+        if bad:
+            raise ctx.err(
+                f"yaml: control characters are not allowed (U+{ord(bad.group()):04X} in {value[:40]!r})", field
+            )
 
 
 # -- serialisation ----------------------------------------------------------------------------
@@ -429,13 +472,14 @@ def _go_order(value):
         return {k: _go_order(value[k]) for k in _go_sorted(value)}
     if isinstance(value, list):
         return [_go_order(v) for v in value]
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        # sigs.k8s.io/yaml goes through JSON, where an integral number has no fraction: 12, not 12.0
+        return int(value)
     return value
 
 
 def to_yaml(data) -> str:
     """YAML as sigs.k8s.io/yaml.Marshal writes it (block style, keys in go-yaml order)."""
-    # libyaml's emitter writes the same text as PyYAML's, seven times faster
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    return yaml.dump(
-        _go_order(data), Dumper=dumper, default_flow_style=False, sort_keys=False, allow_unicode=True, width=1 << 30
-    )
+    # Strings any YAML 1.1 or 1.2 reader (cloud-init, sigs.k8s.io/yaml) would read as something else are
+    # quoted; libyaml's emitter writes the same text as PyYAML's, seven times faster.
+    return yamltext.dump(_go_order(data), fast=True)

@@ -36,6 +36,8 @@ NODE_RESTRICTION_LABEL_DOMAIN = "node-restriction.kubernetes.io"
 MANAGED_NODE_LABEL_DOMAIN = "node.cluster.x-k8s.io"
 PRE_DRAIN_HOOK_PREFIX = "pre-drain.delete.hook.machine.cluster.x-k8s.io"
 PRE_TERMINATE_HOOK_PREFIX = "pre-terminate.delete.hook.machine.cluster.x-k8s.io"
+KCP_CLEANUP_HOOK = "pre-terminate.delete.hook.machine.cluster.x-k8s.io/kcp-cleanup"
+CERTIFICATES_EXPIRY_ANNOTATION = "machine.cluster.x-k8s.io/certificates-expiry"
 EXCLUDE_NODE_DRAINING_ANNOTATION = "machine.cluster.x-k8s.io/exclude-node-draining"
 EXCLUDE_WAIT_FOR_NODE_VOLUME_DETACH_ANNOTATION = "machine.cluster.x-k8s.io/exclude-wait-for-node-volume-detach"
 NODE_DELETION_TIMEOUT_DEFAULT = 10  # seconds; the Machine webhook's default
@@ -82,6 +84,10 @@ DELETING_REASON = "Deleting"
 NOT_DELETING_REASON = "NotDeleting"
 DELETING_DRAINING_NODE_REASON = "DrainingNode"
 DELETING_WAITING_FOR_VOLUME_DETACH_REASON = "WaitingForVolumeDetach"
+DELETING_WAITING_FOR_PRE_TERMINATE_HOOK_REASON = "WaitingForPreTerminateHook"
+UP_TO_DATE = "UpToDate"
+UP_TO_DATE_REASON = "UpToDate"
+NOT_UP_TO_DATE_REASON = "NotUpToDate"
 INFRASTRUCTURE_READY_REASON = "InfrastructureReady"
 INFRASTRUCTURE_NOT_READY_REASON = "InfrastructureNotReady"
 INFRASTRUCTURE_DOES_NOT_EXIST_REASON = "InfrastructureDoesNotExist"
@@ -95,6 +101,22 @@ NODE_DOES_NOT_EXIST_REASON = "NodeDoesNotExist"
 NODE_DELETED_REASON = "NodeDeleted"
 WAITING_FOR_CLUSTER_INFRASTRUCTURE_READY_REASON = "WaitingForClusterInfrastructureReady"
 WAITING_FOR_BOOTSTRAP_DATA_REASON = "WaitingForBootstrapData"
+
+# --- KubeadmControlPlane remediation and CABPK certificates ----------------
+# (api/controlplane/kubeadm/v1beta2: annotations, the Machine OwnerRemediated reasons, the Machine conditions)
+REMEDIATION_IN_PROGRESS_ANNOTATION = "controlplane.cluster.x-k8s.io/remediation-in-progress"
+REMEDIATION_FOR_ANNOTATION = "controlplane.cluster.x-k8s.io/remediation-for"
+KCP_CANNOT_BE_REMEDIATED_REASON = "CannotBeRemediated"
+KCP_REMEDIATION_DEFERRED_REASON = "RemediationDeferred"
+KCP_REMEDIATION_MACHINE_DELETING_REASON = "MachineDeleting"
+KCP_DEFAULT_MIN_HEALTHY_PERIOD_SECONDS = 3600
+KCP_MACHINE_API_SERVER_POD_HEALTHY = "APIServerPodHealthy"
+KCP_MACHINE_CONTROLLER_MANAGER_POD_HEALTHY = "ControllerManagerPodHealthy"
+KCP_MACHINE_SCHEDULER_POD_HEALTHY = "SchedulerPodHealthy"
+KCP_MACHINE_ETCD_POD_HEALTHY = "EtcdPodHealthy"
+KCP_MACHINE_ETCD_MEMBER_HEALTHY = "EtcdMemberHealthy"
+# On the KubeadmConfig (or the Machine, which wins): when the machine's certificates expire, RFC 3339
+CERTIFICATES_EXPIRY_ANNOTATION = "machine.cluster.x-k8s.io/certificates-expiry"
 
 # --- CAPM3 (infrastructure.cluster.x-k8s.io, Metal3*) --------------------
 METAL3_CLUSTER_FINALIZER = "metal3cluster.infrastructure.cluster.x-k8s.io"
@@ -252,6 +274,16 @@ MAAS_STATES_RUNNING = (MAAS_STATE_DEPLOYING, MAAS_STATE_DEPLOYED)
 MAAS_STATES_OPERATIONAL = MAAS_STATES_RUNNING + (MAAS_STATE_ALLOCATED,)
 MAAS_STATES_TERMINATED = (MAAS_STATE_DISK_ERASING, MAAS_STATE_RELEASING, MAAS_STATE_READY, MAAS_STATE_NEW)
 MAAS_STATES_FAILED = (MAAS_STATE_FAILED_DEPLOYMENT, MAAS_STATE_BROKEN)
+# This collection: machines whose deployment failed for a MaasMachine, "<system_id>@<epoch s>,...", kept out of
+# its allocations for MAAS_FAILED_COOLDOWN seconds (CAPMAAS would take the same machine again at once).
+MAAS_FAILED_MACHINES_ANNOTATION = "maas.capi.baremetal.io/failed-system-ids"
+MAAS_FAILED_COOLDOWN = 600
+MAAS_STATE_COMMISSIONING = "Commissioning"
+MAAS_STATE_FAILED_COMMISSIONING = "Failed commissioning"
+# CAPMAAS's LXD VM path (spec.lxd, controllers/maasmachine_controller.go createVMViaMAAS / PrepareLXDVM)
+MAAS_VM_NAME_ANNOTATION = "maas.spectrocloud.com/vm-name"
+MAAS_POWER_TYPE_LXD = "lxd"
+MAAS_LXD_DEFAULT_DISK_GB = 60  # lxd.vmConfig.diskSize default
 
 # --- this collection -------------------------------------------------------
 # MAAS remediation (CAPMAAS has none): the power-off request on the MaasMachine, shaped like Metal3's, and

@@ -183,7 +183,8 @@ class MaasTarget:
             )
             target["maas"] = self.client.read_machine(sid) or target["maas"]
             return f"asked MAAS to power {target['name']} off"
-        if not want_off and state != "on":
+        if not want_off and state == "off":
+            # only a confirmed "off": power_on on a BMC in error/unknown power-cycles a host that may be up
             self.client.power_on(sid, comment="baremetal.capi remediation")
             target["maas"] = self.client.read_machine(sid) or target["maas"]
             return f"asked MAAS to power {target['name']} on"

@@ -40,7 +40,8 @@ class Store(Protocol):
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict: ...
 
-    def list(self, kind: str, namespace: str | None = None, label_selector=None) -> list[dict]: ...
+    def list(self, kind: str, namespace: str | None = None, label_selector=None, fields=None) -> list[dict]:
+        """Objects of a kind, by namespace and name; ``fields``: {dotted path: value or None} equalities."""
 
     def create(self, obj: dict) -> dict: ...
 

@@ -93,3 +93,35 @@ def same(a: dict, b: dict) -> bool:
     ra = {k: v for k, v in a.items() if k != "metadata"}
     rb = {k: v for k, v in b.items() if k != "metadata"}
     return ra == rb
+
+
+# Field filters of ``list(..., fields=...)``: a dotted path into the object -> the value it must have, None for
+# absent (or null).  Equality only, like a Kubernetes field selector, but on any path (CRDs serve field
+# selectors only on metadata.name/namespace).  The sqlite store indexes the paths in INDEXED_FIELDS.
+CONSUMER_NAME = "spec.consumerRef.name"
+INDEXED_FIELDS = (CONSUMER_NAME,)
+
+
+def field_value(obj: dict, dotted: str):
+    value = obj
+    for part in dotted.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def check_fields(fields: dict | None) -> dict:
+    from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
+
+    fields = dict(fields or {})
+    for path, value in fields.items():
+        if not isinstance(path, str) or not path or any(not p.isidentifier() for p in path.split(".")):
+            raise Invalid(f"field filter path {path!r} is not a dotted path of field names", field="fields")
+        if value is not None and not isinstance(value, (str, int, bool)):
+            raise Invalid(f"field filter {path}: a string, number, boolean or None, not {value!r}", field="fields")
+    return fields
+
+
+def fields_match(obj: dict, fields: dict) -> bool:
+    return all(field_value(obj, path) == value for path, value in fields.items())

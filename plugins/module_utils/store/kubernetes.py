@@ -30,6 +30,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     StoreUnavailable,
 )
 from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, selectors
+from ansible_collections.baremetal.capi.plugins.module_utils.store import common
 
 try:
     import urllib3
@@ -53,6 +54,8 @@ ENV = {
 }
 # (connect, read) seconds: a hung API server fails the call instead of the playbook hanging.
 TIMEOUT = (10, 120)
+# Objects per page of a list (kubectl's default chunk size).
+LIST_PAGE = 500
 # Selector operators the API server's string form takes; gt/lt are applied here.
 _SERVER_OPERATORS = {selectors.IN, selectors.NOT_IN, selectors.EXISTS, selectors.NOT_EXISTS, selectors.EQUALS}
 _SERVER_OPERATORS.add(selectors.NOT_EQUALS)
@@ -167,6 +170,7 @@ class KubernetesStore:
     def __init__(self, kubeconfig=None, context=None, host=None, api_key=None, ca_cert=None, validate_certs=None):
         self.client = api_client(kubeconfig, context, host, api_key, ca_cert, validate_certs)
         self.dyn = DynamicClient(self.client, discoverer=_NoDiscovery)
+        self.list_page = LIST_PAGE
 
     def close(self) -> None:
         self.client.close()
@@ -212,17 +216,45 @@ class KubernetesStore:
         ns = self._ns(k, namespace)
         return self._request("GET", k, self._where(k, name, ns), path(k, name, ns))
 
-    def list(self, kind, namespace: str | None = None, label_selector=None) -> list[dict]:
+    def list(self, kind, namespace: str | None = None, label_selector=None, fields=None) -> list[dict]:
         k = kinds.resolve(kind)
         sel = selectors.parse(label_selector, where="label_selector")
+        fields = common.check_fields(fields)
         # The server filters by what its string form takes; gt/lt (CAPM3's host
         # selector operators) are applied here, and the whole selector again for safety.
         server_side = ",".join(str(r) for r in sel.requirements if r.operator in _SERVER_OPERATORS)
         ns = namespace if k.namespaced else None
         params = {"label_selector": server_side} if server_side else {}
-        items = self._request("GET", k, self._where(k, "*", ns), path(k, None, ns), **params)["items"]
-        out = [o for o in items if sel.matches(o["metadata"].get("labels"))]
+        out = []
+        # Pages, as kubectl and client-go's pager read lists: the API server answers each from one snapshot.
+        for items in self._pages(k, ns, params):
+            out += [o for o in items if sel.matches(o["metadata"].get("labels")) and common.fields_match(o, fields)]
         return sorted(out, key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
+
+    def _pages(self, k: kinds.Kind, ns: str | None, params: dict) -> list[list[dict]]:
+        where, url = self._where(k, "*", ns), path(k, None, ns)
+        for _restart in range(3):
+            pages, token = [], None
+            try:
+                while True:
+                    more = {"_continue": token} if token else {}
+                    resp = self.dyn.request(
+                        "GET", url, serialize=False, _request_timeout=TIMEOUT, limit=self.list_page, **more, **params
+                    )
+                    page = self._clean(json.loads(resp.data), k)
+                    pages.append(page["items"])
+                    token = (page.get("metadata") or {}).get("continue")
+                    if not token:
+                        return pages
+            except ApiException as exc:
+                if exc.status == 410:  # the continue token expired: read the list again from the start
+                    continue
+                raise translate(exc, k, where) from None
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                raise StoreUnavailable(
+                    f"cannot reach the Kubernetes API at {self.client.configuration.host}: {exc}"
+                ) from exc
+        raise StoreUnavailable(f"cannot list {k.plural}: the list kept changing faster than it could be paged")
 
     # -- writes ---------------------------------------------------------------
 

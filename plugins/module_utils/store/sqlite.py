@@ -54,7 +54,19 @@ CREATE TABLE IF NOT EXISTS owners (
 );
 CREATE INDEX IF NOT EXISTS owners_uid ON owners (owner_uid);
 CREATE INDEX IF NOT EXISTS owners_obj ON owners (obj);
+CREATE INDEX IF NOT EXISTS objects_consumer
+    ON objects (kind, namespace, json_extract(body, '$.spec.consumerRef.name'));
 """
+
+# A label requirement as a condition on the labels table (gt/lt are not: they compare numbers).
+_LABEL_SQL = {
+    selectors.EQUALS: "id IN (SELECT obj FROM labels WHERE key = ? AND value IN ({values}))",
+    selectors.IN: "id IN (SELECT obj FROM labels WHERE key = ? AND value IN ({values}))",
+    selectors.NOT_EQUALS: "id NOT IN (SELECT obj FROM labels WHERE key = ? AND value IN ({values}))",
+    selectors.NOT_IN: "id NOT IN (SELECT obj FROM labels WHERE key = ? AND value IN ({values}))",
+    selectors.EXISTS: "id IN (SELECT obj FROM labels WHERE key = ?{values})",
+    selectors.NOT_EXISTS: "id NOT IN (SELECT obj FROM labels WHERE key = ?{values})",
+}
 
 
 def _now() -> str:
@@ -63,6 +75,8 @@ def _now() -> str:
 
 class SqliteStore:
     kind_name = "sqlite"
+    # list(fields=...) on common.INDEXED_FIELDS is answered from an index, not by decoding every object
+    indexes_fields = True
 
     def __init__(self, path: str):
         self.path = os.path.abspath(os.path.expanduser(path))
@@ -180,17 +194,28 @@ class SqliteStore:
             raise self._not_found(k, name, namespace)
         return self._load(row[2], row[1])
 
-    def list(self, kind, namespace: str | None = None, label_selector=None) -> list[dict]:
+    def list(self, kind, namespace: str | None = None, label_selector=None, fields=None) -> list[dict]:
         k = kinds.resolve(kind)
         sel = selectors.parse(label_selector, where="label_selector")
+        fields = common.check_fields(fields)
         sql = "SELECT rv, body FROM objects WHERE kind = ?"
         args: list = [k.key]
         if namespace is not None and k.namespaced:
             sql += " AND namespace = ?"
             args.append(namespace)
-        for key, value in sel.equalities().items():
-            sql += " AND id IN (SELECT obj FROM labels WHERE key = ? AND value = ?)"
-            args += [key, value]
+        # Every label requirement but gt/lt is answered by the labels index, so that only the objects that
+        # match are decoded (host choice among thousands of hosts); gt/lt are checked on the decoded labels.
+        for req in sel.requirements:
+            where = _LABEL_SQL.get(req.operator)
+            if where is None:
+                continue
+            marks = ", ".join("?" * len(req.values))
+            sql += " AND " + where.format(values=marks)
+            args += [req.key, *req.values]
+        for dotted, value in sorted(fields.items()):
+            # the same expression as the objects_<field> indexes, so that SQLite uses them
+            sql += f" AND json_extract(body, '$.{dotted}') IS ?"
+            args.append(value)
         sql += " ORDER BY namespace, name"
         out = []
         for rv, body in self._con().execute(sql, args):

@@ -33,8 +33,11 @@ def _table(out: str, cluster: str) -> list[list[str]]:
     marker = f"Machines of {cluster}/{cluster}:\n"
     assert marker in out, out[-4000:]
     block = out.rsplit(marker, 1)[1].split("\n\n", 1)[0].splitlines()
-    assert block[0].split() == ["MACHINE", "ROLE", "HOST/SYSTEM", "ADDRESS", "STATE", "PROVIDER", "ID", "NODE", "READY"]
-    return [line.split() for line in block[1:]]
+    assert block[0].split() == [
+        "MACHINE", "ROLE", "HOST/SYSTEM", "ADDRESS", "STATE", "PROVIDER", "ID", "NODE", "READY", "CERTS", "EXPIRE"
+    ]  # fmt: skip
+    assert block[-1].startswith("cluster CA expires "), block
+    return [line.split() for line in block[1:-1]]
 
 
 def _tool(name: str, *args: str) -> subprocess.CompletedProcess:
@@ -54,7 +57,8 @@ def test_demo_provisions_both_clusters_and_the_inventory_reaches_their_machines(
             rows = _table(out, cluster)
             assert sorted(r[1] for r in rows) == ["control-plane"] * 3 + ["worker"] * 2, rows
             for row in rows:
-                machine, _role, _host, address, state, provider_id, ready = row
+                machine, role, _host, address, state, provider_id, ready, certs = row
+                assert (certs != "-") == (role == "control-plane"), row
                 assert state == "Running" and ready == "True" and provider_id.startswith(scheme), row
                 assert address.startswith("127."), row
 

@@ -75,7 +75,7 @@ def test_allocate_errors_and_repeated_fields(sim, tag):
     unknown = sim.call("POST", "machines/", params={"op": "allocate"}, data={"tags": tag, "colour": "red"})
     assert (unknown.status_code, unknown.json()) == (400, {"colour": ["No such constraint."]})
     bad_zone = sim.call("POST", "machines/", params={"op": "allocate"}, data={"zone": "mars"})
-    assert (bad_zone.status_code, bad_zone.json()) == (400, {"zone": ["No such zone: 'mars'."]})
+    assert (bad_zone.status_code, bad_zone.json()) == (400, {"zone": ["No such zone(s): mars."]})
     bad_tag = sim.call("POST", "machines/", params={"op": "allocate"}, data={"tags": "no-such-tag"})
     assert (bad_tag.status_code, bad_tag.json()) == (400, {"tags": ["No such tag(s): 'no-such-tag'."]})
     none = sim.call("POST", "machines/", params={"op": "allocate"}, data=[("tags", tag), ("not_in_zone", "az-3")])

@@ -47,25 +47,28 @@ def _stop(proc: subprocess.Popen) -> None:
     proc.wait(timeout=15)
 
 
+def _auth(sim) -> dict:
+    return {"Authorization": sim.auth_header(KEY)}  # a fresh nonce each request: MAAS refuses a replay
+
+
 def test_snapshot_keeps_state_across_restart(tmp_path, sim):
     port, snapshot = _free_port(), tmp_path / "maas.json"
     api = f"http://127.0.0.1:{port}/MAAS/api/2.0/"
-    auth = {"Authorization": sim.auth_header(KEY)}
     proc = _start(port, snapshot)
     try:
-        m = requests.post(api + "machines/", params={"op": "allocate"}, headers=auth, timeout=30).json()
+        m = requests.post(api + "machines/", params={"op": "allocate"}, headers=_auth(sim), timeout=30).json()
         dns = requests.post(api + "dnsresources/", data={"fqdn": "keep.maas", "ip_addresses": "10.1.1.1"},
-                            headers=auth, timeout=30).json()  # fmt: skip
+                            headers=_auth(sim), timeout=30).json()  # fmt: skip
     finally:
         _stop(proc)
     assert snapshot.exists()
     proc = _start(port, snapshot)
     try:
-        again = requests.get(api + f"machines/{m['system_id']}/", headers=auth, timeout=30).json()
+        again = requests.get(api + f"machines/{m['system_id']}/", headers=_auth(sim), timeout=30).json()
         assert (again["status_name"], again["owner"]) == ("Allocated", "admin")
-        listed = requests.get(api + "machines/", headers=auth, timeout=30).json()
+        listed = requests.get(api + "machines/", headers=_auth(sim), timeout=30).json()
         assert len(listed) == 3  # loaded, not seeded again
-        kept = requests.get(api + f"dnsresources/{dns['id']}/", headers=auth, timeout=30).json()
+        kept = requests.get(api + f"dnsresources/{dns['id']}/", headers=_auth(sim), timeout=30).json()
         assert [a["ip"] for a in kept["ip_addresses"]] == ["10.1.1.1"]
     finally:
         _stop(proc)

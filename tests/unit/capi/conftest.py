@@ -1,3 +1,2 @@
-"""Fixtures for the Cluster API core tests: a sqlite store, and the lab's kube-apiserver as a workload API."""
-
-from capi_fixtures import workload, workload_kubeconfig  # noqa: F401
+"""The Cluster API core tests: a sqlite store (tests/conftest.py), no lab (the workload API tests are in
+tests/integration/workload)."""

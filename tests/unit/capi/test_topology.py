@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import datetime
+
 import pytest
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import control_plane
@@ -110,6 +112,7 @@ def test_control_plane_scale_down_prefers_marked_then_biggest_domain_oldest(stor
     for _ in range(3):
         made.append(control_plane.reconcile_control_plane(store, k, cluster).data["created"])
         give_node(store, made[-1])
+    k = store.get("KubeadmControlPlane", "c1-cp", NS)  # KCP wrote its status meanwhile
     k["spec"]["replicas"] = 1
     k = store.update(k)
     # fd-a holds the first and third machines: the oldest of them goes (ties within a second: by name).
@@ -257,3 +260,262 @@ def test_check_mode_creates_nothing(store, cluster):
     assert control_plane.reconcile_control_plane(store, k, cluster, check=True).changed
     assert md_controller.reconcile_deployment(store, md, cluster, check=True).changed
     assert store.list("Machine", NS) == [] and store.list("MachineSet", NS) == []
+
+
+# --- KCP rollouts, upgrades and etcd membership ------------------------------------------------------------
+
+
+def ready_node(store, name):
+    m = store.get("Machine", name, NS)
+    m.setdefault("status", {})["nodeRef"] = {"name": name}
+    conditions.set_condition(m, names.NODE_READY, True, names.NODE_READY_REASON)
+    conditions.set_condition(m, names.READY, True, names.READY_REASON)
+    store.update_status(m)
+
+
+def up(store, k, cluster, n=3):
+    made = []
+    for _ in range(n):
+        made.append(control_plane.reconcile_control_plane(store, k, cluster).data["created"])
+        ready_node(store, made[-1])
+    assert control_plane.reconcile_control_plane(store, k, cluster).done
+    return made
+
+
+def edit_kcp(store, fn):
+    k = store.get("KubeadmControlPlane", "c1-cp", NS)
+    fn(k["spec"])
+    return store.update(k)
+
+
+def outdated(store, k):
+    k = store.get("KubeadmControlPlane", "c1-cp", NS)
+    live = control_plane.control_plane_machines(store, k)
+    return control_plane.outdated_machines(store, k, live, control_plane._now())
+
+
+def test_what_makes_a_control_plane_machine_outdated(store, cluster):
+    k = kcp(store)
+    made = up(store, k, cluster)
+    assert outdated(store, k) == {}
+    # What CABPK fills in (discovery) and KCP adds (joinConfiguration.controlPlane) is not a difference.
+    cfg = store.get("KubeadmConfig", made[1], NS)
+    cfg["spec"]["joinConfiguration"]["discovery"] = {"bootstrapToken": {"token": "abcdef.0123456789abcdef"}}
+    store.update(cfg)
+    # Neither are the machine template's labels (in place upstream).
+    edit_kcp(store, lambda s: s["machineTemplate"].setdefault("metadata", {}).update(labels={"x": "y"}))
+    assert outdated(store, k) == {}
+
+    edit_kcp(store, lambda s: s.update(version="v1.35.0"))
+    found = outdated(store, k)
+    assert sorted(found) == sorted(made) and found[made[0]] == ["Version v1.34.1, v1.35.0 required"]
+    edit_kcp(store, lambda s: s.update(version="v1.34.1"))
+
+    m3mt(store, "tmpl-v2")
+    edit_kcp(store, lambda s: s["machineTemplate"]["spec"]["infrastructureRef"].update(name="tmpl-v2"))
+    assert "Metal3MachineTemplate is not up-to-date (cloned from tmpl, tmpl-v2 required)" in outdated(store, k)[made[0]]
+    edit_kcp(store, lambda s: s["machineTemplate"]["spec"]["infrastructureRef"].update(name="tmpl"))
+
+    # The join part matters to the joined machines only, the init part to the first one only.
+    edit_kcp(store, lambda s: s["kubeadmConfigSpec"]["joinConfiguration"].update(b=3))
+    assert sorted(outdated(store, k)) == sorted(made[1:])
+    edit_kcp(store, lambda s: s["kubeadmConfigSpec"]["joinConfiguration"].update(b=2))
+    edit_kcp(store, lambda s: s["kubeadmConfigSpec"].update(preKubeadmCommands=["echo hi"]))
+    assert sorted(outdated(store, k)) == sorted(made)
+    edit_kcp(store, lambda s: s["kubeadmConfigSpec"].pop("preKubeadmCommands"))
+    assert outdated(store, k) == {}
+
+
+def test_rollout_after_and_certificate_expiry(store, cluster):
+    k = kcp(store, replicas=1)
+    (first,) = up(store, k, cluster, n=1)
+    now = control_plane._now()
+    future = (now + datetime.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    past = (now - datetime.timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    edit_kcp(store, lambda s: s.update(rollout={"after": future}))
+    assert outdated(store, k) == {}
+    # rollout.after passed, and the machine is older than it
+    edit_kcp(store, lambda s: s.update(rollout={"after": past}))
+    m = store.get("Machine", first, NS)
+    if m["metadata"]["creationTimestamp"] < past:
+        assert outdated(store, k)[first] == [f"rollout.after {past} has passed"]
+    edit_kcp(store, lambda s: s.update(rollout={"before": {"certificatesExpiryDays": 30}}))
+    assert outdated(store, k) == {}
+    cfg = store.get("KubeadmConfig", first, NS)
+    soon = (now + datetime.timedelta(days=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    cfg["metadata"].setdefault("annotations", {})[names.CERTIFICATES_EXPIRY_ANNOTATION] = soon
+    store.update(cfg)
+    assert outdated(store, k)[first] == [f"certificates expire at {soon}, within 30 days"]
+
+
+def test_rolling_update_max_surge_1_one_machine_at_a_time(store, cluster):
+    k = kcp(store)
+    made = up(store, k, cluster)
+    k = edit_kcp(store, lambda s: s.update(version="v1.35.0"))
+    # check mode: the plan, nothing written
+    plan = control_plane.reconcile_control_plane(store, k, cluster, check=True)
+    assert plan.changed and "would replace 3 machine(s) one at a time, in this order:" in plan.message
+    assert sorted(plan.data["plan"]) == sorted(made) and len(store.list("Machine", NS)) == 3
+    replaced = []
+    for _ in range(3):
+        step = control_plane.reconcile_control_plane(store, k, cluster)
+        new = step.data["created"]
+        assert store.get("Machine", new, NS)["spec"]["version"] == "v1.35.0"
+        assert names.KCP_CLEANUP_HOOK in meta.annotations(store.get("Machine", new, NS))
+        assert len(control_plane.control_plane_machines(store, k)) == 4  # replicas + maxSurge
+        waiting = control_plane.reconcile_control_plane(store, k, cluster)
+        assert not waiting.changed and f"waiting for {new} to have a Node" in waiting.message
+        give_node(store, new)
+        waiting = control_plane.reconcile_control_plane(store, k, cluster)
+        assert not waiting.changed and f"waiting for the Node of {new} to be Ready" in waiting.message
+        ready_node(store, new)
+        step = control_plane.reconcile_control_plane(store, k, cluster)
+        replaced.append(step.data["deleted"])
+        assert step.data["deleted"] in made
+    assert replaced == plan.data["plan"]
+    done = control_plane.reconcile_control_plane(store, k, cluster)
+    assert done.done
+    machines = control_plane.control_plane_machines(store, k)
+    assert {m["spec"]["version"] for m in machines} == {"v1.35.0"} and len(machines) == 3
+    status = store.get("KubeadmControlPlane", "c1-cp", NS)["status"]
+    assert status["version"] == "v1.35.0" and status["upToDateReplicas"] == 3 and status["replicas"] == 3
+    assert status["readyReplicas"] == 3 and status["deprecated"]["v1beta1"]["updatedReplicas"] == 3
+    assert all(conditions.is_true(m, names.UP_TO_DATE) for m in machines)
+
+
+def test_rolling_update_max_surge_0_removes_first(store, cluster):
+    k = kcp(store)
+    made = up(store, k, cluster)
+    k = edit_kcp(
+        store,
+        lambda s: s.update(version="v1.35.0", rollout={"strategy": {"rollingUpdate": {"maxSurge": 0}}}),
+    )
+    deleted = []
+    for i in range(3):
+        step = control_plane.reconcile_control_plane(store, k, cluster)
+        assert step.data["maxSurge"] == 0 and step.data["deleted"] in made
+        deleted.append(step.data["deleted"])
+        assert len(control_plane.control_plane_machines(store, k)) == 2  # removed before a new one comes
+        if i == 0:
+            m = store.get("Machine", next(n for n in made if n not in deleted), NS)
+            assert conditions.get(m, names.UP_TO_DATE)["message"] == "* Version v1.34.1, v1.35.0 required"
+        new = control_plane.reconcile_control_plane(store, k, cluster).data["created"]
+        ready_node(store, new)
+    assert sorted(deleted) == sorted(made)
+    assert control_plane.reconcile_control_plane(store, k, cluster).done
+
+
+def test_max_surge_is_validated(store, cluster):
+    k = kcp(store, replicas=1)
+    k = edit_kcp(store, lambda s: s.update(rollout={"strategy": {"rollingUpdate": {"maxSurge": 0}}}))
+    with pytest.raises(Invalid, match="maxSurge 0 needs at least 3 replicas"):
+        control_plane.reconcile_control_plane(store, k, cluster)
+    k = edit_kcp(store, lambda s: s.update(rollout={"strategy": {"rollingUpdate": {"maxSurge": 2}}}))
+    with pytest.raises(Invalid, match="rollingUpdate.maxSurge: maxSurge must be 0 or 1"):
+        control_plane.reconcile_control_plane(store, k, cluster)
+
+
+def deleting_with_hook(store, name):
+    m = store.get("Machine", name, NS)
+    meta.add_finalizer(m, names.MACHINE_FINALIZER)
+    store.update(m)
+    store.delete("Machine", name, NS)
+    m = store.get("Machine", name, NS)
+    conditions.set_condition(
+        m, names.DELETING, True, names.DELETING_WAITING_FOR_PRE_TERMINATE_HOOK_REASON, "waiting for hook(s)"
+    )
+    return store.update_status(m)
+
+
+def test_the_kcp_cleanup_hook_waits_for_etcd_with_more_than_one_machine(store, cluster):
+    k = kcp(store)
+    made = up(store, k, cluster)
+    victim = made[0]
+    assert names.KCP_CLEANUP_HOOK in meta.annotations(store.get("Machine", victim, NS))
+    deleting_with_hook(store, victim)
+    # no <cluster>-etcd Secret and no addresses: etcd cannot be reached, the member cannot go, the hook stays
+    step = control_plane.reconcile_control_plane(store, k, cluster)
+    assert not step.done and "etcd does not answer" in step.message
+    assert names.KCP_CLEANUP_HOOK in meta.annotations(store.get("Machine", victim, NS))
+    # nothing else happens meanwhile (one operation at a time)
+    assert len(control_plane.control_plane_machines(store, k)) == 3
+
+
+def test_the_last_control_plane_machine_only_loses_its_hook(store, cluster):
+    k = kcp(store, replicas=1)
+    (only,) = up(store, k, cluster, n=1)
+    deleting_with_hook(store, only)
+    step = control_plane.reconcile_control_plane(store, k, cluster)
+    assert step.changed and step.data["released"] == only
+    assert names.KCP_CLEANUP_HOOK not in meta.annotations(store.get("Machine", only, NS))
+
+
+def test_the_hook_waits_until_the_machine_waits_on_it(store, cluster):
+    k = kcp(store, replicas=1)
+    (only,) = up(store, k, cluster, n=1)
+    m = store.get("Machine", only, NS)
+    meta.add_finalizer(m, names.MACHINE_FINALIZER)
+    store.update(m)
+    store.delete("Machine", only, NS)  # still draining: no WaitingForPreTerminateHook yet
+    step = control_plane.reconcile_control_plane(store, k, cluster)
+    assert not step.changed and "to wait on the kcp-cleanup hook" in step.message
+    assert names.KCP_CLEANUP_HOOK in meta.annotations(store.get("Machine", only, NS))
+
+
+def test_workers_wait_for_the_control_plane_version(store, cluster):
+    c = store.get("Cluster", "c1", NS)
+    c["spec"]["controlPlaneRef"] = {
+        "apiGroup": "controlplane.cluster.x-k8s.io",
+        "kind": "KubeadmControlPlane",
+        "name": "c1-cp",
+    }
+    cluster = store.update(c)
+    k = kcp(store)
+    made = up(store, k, cluster)
+    md = deployment(store)
+    assert control_plane.deployment_version_hold(store, cluster, md) is None
+    md["spec"]["template"]["spec"]["version"] = "v1.35.0"
+    hold = control_plane.deployment_version_hold(store, cluster, md)
+    assert hold.startswith("waiting for the control plane to be at v1.35.0") and all(n in hold for n in made)
+    for name in made[:2]:
+        m = store.get("Machine", name, NS)
+        m["spec"]["version"] = "v1.35.0"
+        store.update(m)
+    assert made[2] in control_plane.deployment_version_hold(store, cluster, md)
+    m = store.get("Machine", made[2], NS)
+    m["spec"]["version"] = "v1.35.0"
+    store.update(m)
+    assert control_plane.deployment_version_hold(store, cluster, md) is None
+    # an older worker version is never held
+    md["spec"]["template"]["spec"]["version"] = "v1.34.1"
+    assert control_plane.deployment_version_hold(store, cluster, md) is None
+
+
+def test_control_plane_info_plans_an_upgrade_without_writing(run, store, cluster):
+    from ansible_collections.baremetal.capi.plugins.modules import control_plane_info
+
+    c = store.get("Cluster", "c1", NS)
+    c["spec"]["controlPlaneRef"] = {
+        "apiGroup": "controlplane.cluster.x-k8s.io",
+        "kind": "KubeadmControlPlane",
+        "name": "c1-cp",
+    }
+    store.update(c)
+    k = kcp(store)
+    made = up(store, k, c)
+    md = deployment(store)
+    md_controller.reconcile_deployment(store, md, c)
+    stored = run(control_plane_info, {"cluster": "c1", "namespace": NS})
+    assert not stored["changed"] and stored["replace"] == [] and stored["steps"] == []
+    assert stored["version"] == stored["target_version"] == "v1.34.1"
+
+    desired = store.get("KubeadmControlPlane", "c1-cp", NS)
+    desired["spec"]["version"] = "v1.35.0"
+    new_md = store.get("MachineDeployment", "c1-md-0", NS)
+    new_md["spec"]["template"]["spec"]["version"] = "v1.35.0"
+    out = run(control_plane_info, {"cluster": "c1", "namespace": NS, "definition": desired, "deployments": [new_md]})
+    assert sorted(out["replace"]) == sorted(made) and len(out["steps"]) == 4
+    assert out["steps"][0] == f"control plane: a new v1.35.0 machine, then {out['replace'][0]} removed"
+    assert out["steps"][-1] == "workers: MachineDeployment c1-md-0 rolled to v1.35.0"
+    assert all(r["reasons"] == ["Version v1.34.1, v1.35.0 required"] for r in out["machines"])
+    assert store.get("KubeadmControlPlane", "c1-cp", NS)["spec"]["version"] == "v1.34.1"

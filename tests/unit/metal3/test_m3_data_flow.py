@@ -589,3 +589,19 @@ def test_bmh_name_based_preallocation_gives_the_host_its_address_again(store):
     m3m.pop("status", None)
     store.create(m3m)
     assert dm.reconcile("second", NS)["metaData"]["ip"] == "172.22.0.77"
+
+
+def test_a_stale_index_does_not_keep_the_template_deleting(dm, store):
+    """A run killed after it indexed a claim and before the claim existed: deprovisioning still removes the template."""
+    spec = {"metaData": {"strings": [{"key": "k", "value": "v"}]}}
+    _changed, template, _ = dm.apply_template(meta.new("Metal3DataTemplate", "stale", NS, spec=spec))
+    template["metadata"]["finalizers"] = [names.METAL3_DATA_TEMPLATE_FINALIZER]
+    template = store.update(template)
+    template["status"] = {"indexes": {"m-killed": 0}}
+    store.update_status(template)
+    store.create(meta.new("Metal3DataClaim", "m-alive", NS, spec={"template": {"name": "stale"}}))
+    with pytest.raises(Invalid, match="still in use by Metal3DataClaim m-alive"):
+        dm.delete_template("stale", NS)
+    store.delete("Metal3DataClaim", "m-alive", NS)
+    assert dm.delete_template("stale", NS)
+    assert [t for t in store.list("Metal3DataTemplate", NS) if meta.name(t) == "stale"] == []

@@ -38,7 +38,8 @@ def test_ippool_present_idempotent_check_and_absent(run, store):
     bad = copy.deepcopy(POOL)
     bad["spec"]["namePrefix"] = "q"
     failed = run(ippool, bad)
-    assert failed["failed"] and failed["msg"] == "IPPool metal3/p: spec.namePrefix: cannot be modified"
+    assert failed["failed"]
+    assert failed["msg"] == 'IPPool metal3/p: spec.namePrefix: Invalid value: "q": cannot be modified'
     gone = run(ippool, dict(name="p", namespace=NS, state="absent"))
     assert gone["changed"] and store.list("IPPool", NS) == []
     assert run(ippool, dict(name="p", namespace=NS, state="absent"))["changed"] is False
@@ -48,7 +49,10 @@ def test_ippool_duplicate_preallocation_fails_before_writing(run, store):
     spec = dict(POOL["spec"], preAllocations={"a": "10.0.0.2", "b": "10.0.0.2"})
     result = run(ippool, dict(POOL, spec=spec))
     assert result["failed"]
-    assert result["msg"].startswith("IPPool metal3/p: spec.preAllocations[b]: duplicate pre-allocated IP 10.0.0.2")
+    assert result["msg"] == (
+        'IPPool metal3/p: spec.preAllocations.b: Invalid value: "10.0.0.2": '
+        'IP address is already pre-allocated to claim "a"'
+    )
     assert store.list("IPPool", NS) == []
 
 

@@ -7,7 +7,7 @@ import random
 import pytest
 from capi_objects import bmh, machine, metal3_machine, put
 
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Requeue
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import NoHostAvailable, Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import choose
 from ansible_collections.baremetal.capi.plugins.module_utils.model import names
 
@@ -184,3 +184,27 @@ def test_claim_without_hosts_requeues_no_available_host(store):
     m3m = put(store, metal3_machine("m1"))
     with pytest.raises(Requeue, match="No available host found"):
         choose.claim(store, m3m, machine("m1"))
+
+
+def test_no_host_names_selector_failure_domain_and_why_each_host_was_skipped(store):
+    """The typed error a deadline reports: what was looked for, how many hosts were seen, why each was not taken."""
+    put(store, bmh("h-taken", labels={"r": "w"}, consumerRef=dict(M3M_REF, name="someone-else")))
+    put(store, bmh("h-busy", state="provisioning", labels={"r": "w"}))
+    put(store, bmh("h-paused", labels={"r": "w"}, annotations={names.BMH_PAUSED_ANNOTATION: ""}))
+    put(store, bmh("h-other", labels={"r": "cp"}))
+    m3m = put(store, metal3_machine("m1", host_selector={"matchLabels": {"r": "w"}}, failure_domain="az-1"))
+    with pytest.raises(NoHostAvailable) as info:
+        choose.claim(store, m3m, machine("m1"))
+    exc = info.value
+    assert isinstance(exc, Requeue) and exc.seen == 4 and exc.failure_domain == "az-1" and exc.selector == "r=w"
+    assert exc.skipped == {
+        "h-taken": "consumed by Metal3Machine default/someone-else",
+        "h-busy": "state provisioning",
+        "h-paused": "paused",
+        "h-other": "labels do not match",
+    }
+    assert exc.message.startswith(
+        "No available host found: no available host matching r=w (failure domain az-1, preferred); "
+        "4 BareMetalHost(s) in default, 3 matching: h-busy state provisioning; "
+    )
+    assert "h-other labels do not match" in exc.message

@@ -23,8 +23,7 @@ def _worker(db: str, proc: int, barrier, out, paths):
     from flow_world import manager
 
     from ansible_collections.baremetal.capi.plugins.module_utils import runner
-    from ansible_collections.baremetal.capi.plugins.module_utils.errors import Requeue
-    from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import choose
+    from ansible_collections.baremetal.capi.plugins.module_utils.errors import NoHostAvailable
     from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
 
     store = SqliteStore(db)
@@ -36,10 +35,8 @@ def _worker(db: str, proc: int, barrier, out, paths):
         # Conflict by the runner) until the machine has a host, or is told there is none.
         try:
             step = mgr.step(key[1], key[0])
-        except Requeue as exc:
-            if choose.NO_HOST in exc.message:
-                return runner.Step(done=True, message=exc.message)
-            raise
+        except NoHostAvailable as exc:
+            return runner.Step(done=True, message=exc.message)
         step.done = step.done or step.message.startswith("associated with host")
         return step
 

@@ -1,8 +1,8 @@
 """Fixtures for module tests: a real store, and main() run in-process as Ansible runs it.
 
 Like the store contract suite, the tests run against every store named in
-``BMCAPI_STORES`` (default ``sqlite,kubernetes``): sqlite in a temp dir, and the
-kubernetes store against the lab's kube-apiserver.  Each test works in
+``BMCAPI_STORES`` (default ``sqlite``; tests/run_integration.sh runs them again with ``kubernetes``):
+sqlite in a temp dir, and the kubernetes store against the lab's kube-apiserver.  Each test works in
 namespaces of its own (``ns``, ``ns2``), removed afterwards, and the module's
 ``store.namespace`` is ``ns`` so a task that names no namespace stays in it.
 """
@@ -17,7 +17,7 @@ import pytest
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.store.base import open_store
 
-STORES = [s for s in os.environ.get("BMCAPI_STORES", "sqlite,kubernetes").split(",") if s]
+STORES = [s for s in os.environ.get("BMCAPI_STORES", "sqlite").split(",") if s]
 
 
 @pytest.fixture(params=STORES)

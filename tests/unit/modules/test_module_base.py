@@ -87,8 +87,26 @@ def test_maas_options_fall_back_to_environment(monkeypatch, capsys):
     monkeypatch.setenv("MAAS_API_KEY", "a:b:c-secret")
     with patch_module_args({}):
         module = CapiModule(argument_spec={}, store=False, maas=True)
-    assert module.maas_options() == dict(url="http://127.0.0.1:5240/MAAS", api_key="a:b:c-secret", validate_certs=True)
+    assert module.maas_options() == dict(
+        url="http://127.0.0.1:5240/MAAS", api_key="a:b:c-secret", validate_certs=True, ca_bundle=None
+    )
     assert "a:b:c-secret" in module.no_log_values
+    monkeypatch.setenv("MAAS_CA_BUNDLE", "/etc/ssl/maas-ca.pem")
+    with patch_module_args({}):
+        module = CapiModule(argument_spec={}, store=False, maas=True)
+    assert module.maas_options()["ca_bundle"] == "/etc/ssl/maas-ca.pem"
+    monkeypatch.setenv("MAAS_URL", "https://maas.example:5443/MAAS")
+    from ansible.module_utils import _internal
+
+    monkeypatch.setattr(_internal, "is_controller", False)  # warnings into the result, as on a target
+    with patch_module_args({"maas_validate_certs": False}):
+        module = CapiModule(argument_spec={}, store=False, maas=True)
+        result = finish(capsys, lambda: module.exit_json(validate=module.maas_options()["validate_certs"]))
+    assert result["validate"] is False
+    assert "maas_validate_certs=false: the TLS certificate of https://maas.example:5443/MAAS" in json.dumps(
+        result["warnings"]
+    )
+    monkeypatch.setenv("MAAS_URL", "http://127.0.0.1:5240/MAAS")
 
     monkeypatch.delenv("MAAS_API_KEY")
     with patch_module_args({}):

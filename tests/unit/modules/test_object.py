@@ -225,11 +225,12 @@ def test_bad_input_fails_before_writing(run, store, ns):
 
 
 def test_qualified_kinds_and_store_namespace(run, store, ns, ns2):
-    a = run(obj_module, dict(kind="IPAddress", api_version="ipam.metal3.io/v1alpha1", name="a", spec={"address": "x"}))
+    m3 = {"address": "10.0.0.9", "pool": {"name": "p"}, "claim": {"name": "c"}}  # what the IPAddress webhook needs
+    a = run(obj_module, dict(kind="IPAddress", api_version="ipam.metal3.io/v1alpha1", name="a", spec=m3))
     b = run(obj_module, dict(kind="IPAddress.ipam.cluster.x-k8s.io", name="a", spec={"address": "10.0.0.1"}))
     assert a["object"]["apiVersion"] == "ipam.metal3.io/v1alpha1" and a["object"]["metadata"]["namespace"] == ns
     assert b["object"]["apiVersion"] == "ipam.cluster.x-k8s.io/v1beta2"
-    assert store.get("IPAddress.ipam.metal3.io", "a", ns)["spec"] == {"address": "x"}
+    assert store.get("IPAddress.ipam.metal3.io", "a", ns)["spec"] == m3
     c = run(obj_module, dict(kind="ConfigMap", name="c", namespace=ns2))
     assert c["object"]["metadata"]["namespace"] == ns2
     assert store.get("ConfigMap", "c", ns2)

@@ -86,26 +86,6 @@ def test_startup_clock_starts_at_the_latest_infrastructure_ready():
     assert out["healthy"]
 
 
-def test_check_lists_nodes_of_the_workload_cluster(store, workload):
-    ns = "hc"
-    n_ok = workload.make_node(ready="True")
-    n_bad = workload.make_node(ready="Unknown")
-    for name, nd in (("ok", n_ok), ("bad", n_bad), ("gone", None)):
-        m = store.create(
-            {
-                "apiVersion": "cluster.x-k8s.io/v1beta2",
-                "kind": "Machine",
-                "metadata": {"name": name, "namespace": ns, "labels": {"cluster.x-k8s.io/cluster-name": "c"}},
-                "spec": {"clusterName": "c"},
-            }
-        )
-        m["status"] = {"nodeRef": {"name": nd["metadata"]["name"] if nd else "never-existed"}}
-        store.update_status(m)
-    # the lab API server sets no lastTransitionTime for a test-made condition: held for an unknown time = unhealthy
-    out = {r["machine"]: r for r in health.check(store, ns, cluster="c", workload=workload, unhealthy_timeout=0)}
-    assert out["ok"]["healthy"] and not out["bad"]["healthy"] and out["gone"]["reason"] == "NodeDeleted"
-
-
 def test_unhealthy_machine_condition():
     m = machine()
     m["status"]["conditions"] = [{"type": "BootstrapConfigReady", "status": "False", "lastTransitionTime": ago(700)}]

@@ -32,7 +32,10 @@ HOSTS = {
 }
 ROUNDS = {
     "capi_round_delay": {
-        "description": "Seconds between two rounds of M(baremetal.capi.cluster_machines).",
+        "description": (
+            "The longest wait, in seconds, between two steps of a machine while nothing moves "
+            "(O(baremetal.capi.cluster_machines#module:wait_sleep))."
+        ),
         "type": "int",
         "default": 2,
     },
@@ -82,12 +85,12 @@ ROLES = {
         },
     ),
     "machines": (
-        "KubeadmControlPlane, MachineDeployments and their machines, converged in rounds",
+        "KubeadmControlPlane, MachineDeployments and their machines, converged in one task",
         "Writes the infrastructure machine templates (content-named: a change is a new template), the "
         "KubeadmControlPlane and one MachineDeployment per worker pool and failure domain, removes "
-        "MachineDeployments of pools no longer described, then runs M(baremetal.capi.cluster_machines) one round at "
-        "a time in an C(until) loop until every Machine is Running with a Ready Node. Sets C(capi_machines) (the "
-        "machine table rows).",
+        "MachineDeployments of pools no longer described, then runs M(baremetal.capi.cluster_machines) once, "
+        "which converges every machine in one process until each is Running with a Ready Node. Sets "
+        "C(capi_machines) (the machine table rows).",
         {
             **COMMON,
             **MAAS,

@@ -104,9 +104,9 @@ def test_scaled_and_errors_name_the_field():
     assert desc["workers"][0]["replicas"] == 3  # the description itself is untouched
     with pytest.raises(cd.DescriptionError, match="no worker pool named md-9"):
         cd.scaled(desc, None, {"md-9": 1})
-    with pytest.raises(cd.DescriptionError, match="capi_cluster.provider"):
+    with pytest.raises(cd.DescriptionError, match="capi_cluster: provider: must be metal3 or maas"):
         cd.objects(dict(desc, provider="aws"), "cluster")
-    with pytest.raises(cd.DescriptionError, match="image is required"):
+    with pytest.raises(cd.DescriptionError, match=r"capi_cluster: control_plane\.image: is required"):
         cd.objects(_metal3(control_plane={"replicas": 1}), "machines")
 
 
@@ -115,10 +115,36 @@ def test_machine_table():
         {"machine": "w-1", "role": "worker", "host": "h2", "address": "10.0.0.2", "state": "Running",
          "providerID": "metal3://ns/h2/w-1", "nodeReady": True},
         {"machine": "cp-1", "role": "control-plane", "host": None, "address": None, "state": "Pending",
-         "providerID": None, "nodeReady": None},
+         "providerID": None, "nodeReady": None, "certificatesExpiry": "2027-05-01T08:30:00Z",
+         "caExpiry": "2036-01-01T00:00:00Z"},
     ]  # fmt: skip
     lines = cd.machine_table(rows, title="Machines:")
     assert lines[0] == "Machines:"
-    assert lines[1].split() == ["MACHINE", "ROLE", "HOST/SYSTEM", "ADDRESS", "STATE", "PROVIDER", "ID", "NODE", "READY"]
-    assert lines[2].split() == ["cp-1", "control-plane", "-", "-", "Pending", "-", "-"]
-    assert lines[3].split() == ["w-1", "worker", "h2", "10.0.0.2", "Running", "metal3://ns/h2/w-1", "True"]
+    assert lines[1].split() == ["MACHINE", "ROLE", "HOST/SYSTEM", "ADDRESS", "STATE", "PROVIDER", "ID", "NODE", "READY",
+                                "CERTS", "EXPIRE"]  # fmt: skip
+    assert lines[2].split() == ["cp-1", "control-plane", "-", "-", "Pending", "-", "-", "2027-05-01"]
+    assert lines[3].split() == ["w-1", "worker", "h2", "10.0.0.2", "Running", "metal3://ns/h2/w-1", "True", "-"]
+    assert lines[4] == "cluster CA expires 2036-01-01T00:00:00Z"
+
+
+def test_control_plane_rollout_becomes_kcp_spec_rollout():
+    desc = _metal3()
+    desc["control_plane"]["rollout"] = {"max_surge": 0, "after": "2026-12-01T00:00:00Z", "certificates_expiry_days": 21}
+    kcp = _by_kind(cd.objects(desc, "machines"))["KubeadmControlPlane"][0]
+    assert kcp["spec"]["rollout"] == {
+        "after": "2026-12-01T00:00:00Z",
+        "before": {"certificatesExpiryDays": 21},
+        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0}},
+    }
+    assert "rollout" not in _by_kind(cd.objects(_metal3(), "machines"))["KubeadmControlPlane"][0]["spec"]
+    desc["control_plane"]["rollout"] = {"max_surge": 2}
+    with pytest.raises(cd.DescriptionError, match="rollout.max_surge: must be 0 or 1"):
+        cd.objects(desc, "machines")
+
+
+def test_a_new_kubernetes_version_changes_the_kcp_and_every_deployment():
+    old = _by_kind(cd.objects(_metal3(), "machines"))
+    new = _by_kind(cd.objects(_metal3(kubernetes_version="1.35.0"), "machines"))
+    assert old["KubeadmControlPlane"][0]["spec"]["version"] != new["KubeadmControlPlane"][0]["spec"]["version"]
+    assert new["KubeadmControlPlane"][0]["spec"]["version"] == "v1.35.0"
+    assert {md["spec"]["template"]["spec"]["version"] for md in new["MachineDeployment"]} == {"v1.35.0"}

@@ -140,6 +140,35 @@ def test_list_with_every_selector_form(store, labelled, selector, expected):
     assert got == expected
 
 
+def test_list_with_field_filters_and_selectors_together(store, labelled):
+    ns = labelled
+    for name, consumer in (("a", "m1"), ("c", "m2")):
+        host = store.get("BareMetalHost", name, ns)
+        host["spec"]["consumerRef"] = {"kind": "Metal3Machine", "name": consumer, "namespace": ns}
+        store.update(host)
+
+    def names(selector=None, fields=None):
+        return [o["metadata"]["name"] for o in store.list("BareMetalHost", ns, selector, fields=fields)]
+
+    assert names(fields={"spec.consumerRef.name": None}) == ["b", "d"]
+    assert names(fields={"spec.consumerRef.name": "m2"}) == ["c"]
+    assert names("role=cp", fields={"spec.consumerRef.name": None}) == ["b"]
+    assert names("zone", fields={"spec.consumerRef.name": "m1", "spec.consumerRef.kind": "Metal3Machine"}) == ["a"]
+    assert names(fields={"spec.consumerRef.name": "nobody"}) == []
+    with pytest.raises(Invalid) as exc:
+        names(fields={"spec..name": None})
+    assert exc.value.field == "fields"
+
+
+def test_a_list_longer_than_a_page_comes_whole_and_in_order(store, ns):
+    if hasattr(store, "list_page"):
+        store.list_page = 2  # the kubernetes store reads in pages (limit/continue), as kubectl does
+    for i in (4, 0, 3, 1, 2):
+        store.create(meta.new("ConfigMap", f"cm-{i}", ns, labels={"n": str(i % 2)}))
+    assert [o["metadata"]["name"] for o in store.list("ConfigMap", ns)] == [f"cm-{i}" for i in range(5)]
+    assert [o["metadata"]["name"] for o in store.list("ConfigMap", ns, "n=0")] == ["cm-0", "cm-2", "cm-4"]
+
+
 def test_list_by_namespace_and_across_namespaces(store, ns):
     other = ns + "-b"
     try:

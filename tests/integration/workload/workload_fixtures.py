@@ -1,4 +1,5 @@
-"""Fixtures shared by the Cluster API core and Metal3Machine tests (imported by their conftest.py)."""
+"""The lab's kube-apiserver as a workload API server: the fixtures of the tests that need one (moved out of
+tests/unit, which stays hermetic)."""
 
 from __future__ import annotations
 
@@ -57,3 +58,38 @@ def workload(workload_kubeconfig):
     yield client
     for name in created:
         client.delete_node(name)
+
+
+class Kube:
+    """The workload client plus what a kubelet does (register a Node, post Ready) for the tests."""
+
+    def __init__(self, client, api, created):
+        self._client, self._api, self._created = client, api, created
+        self.version = None  # set to pretend another API server version
+
+    def __getattr__(self, attr):
+        return getattr(self._client, attr)
+
+    def server_version(self):
+        return self.version or self._client.server_version()
+
+    def create_raw(self, name, labels):
+        self._api.create_node({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}})
+        self._created.append(name)
+
+    def set_ready(self, name, status):
+        cond = {"type": "Ready", "status": status, "reason": "KubeletReady", "message": ""}
+        self._api.patch_node_status(name, {"status": {"conditions": [cond]}})
+
+
+@pytest.fixture
+def wkube(workload, workload_kubeconfig):
+    import yaml
+    from kubernetes import client as k8s
+    from kubernetes import config as kconfig
+
+    api = k8s.CoreV1Api(kconfig.new_client_from_config_dict(yaml.safe_load(workload_kubeconfig)))
+    created = []
+    yield Kube(workload, api, created)
+    for name in created:
+        workload.delete_node(name)

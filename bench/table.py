@@ -1,0 +1,347 @@
+"""``make bench``: one table, ours / floor / ratio (min and median of interleaved repetitions).
+
+Numbers only, nothing here is a test.  Needs the lab (``python -m lab up``: Ironic, kube, node simulator).
+
+- Metal3 provision of N fake-hardware machines: ``provision_cluster.yml`` (1 control plane + N-1 workers, the
+  node simulator booting every host through kubeadm) against a plain openstacksdk script doing the Ironic
+  work for as many nodes (create node + port, manage, provide, deploy with the same instance_info and the
+  same config drives - user data included - wait for active).  The floor has no kubeadm boot: the node
+  simulator boots hosts from what the collection stored, which the floor does not write.
+- Deprovision: ``deprovision_cluster.yml`` against the floor's undeploy + delete of its nodes.
+- Re-run of ``provision_cluster.yml`` on the converged cluster against one read of every object of its
+  namespace from the store (a python process opening the store and listing every kind).
+- Ironic API calls per machine, ours (provision + re-run + deprovision, from Ironic's API log) against the
+  floor's.
+- Host choice (choose_host) among 1,000 and 10,000 hosts (sqlite) and 2,000 (kubernetes store), against the
+  read every host used to need (list + decode every host the selector matches).
+
+    python bench/table.py [--machines 20] [--reps 3] [--skip-provision]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO / "build"), str(REPO)]
+_COLL = REPO / "build" / "ansible_collections" / "baremetal" / "capi"
+if not _COLL.exists():
+    _COLL.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(REPO, _COLL)
+
+import yaml  # noqa: E402
+
+ROWS: list[tuple[str, list[float], list[float] | None, str]] = []
+
+
+def ironic_calls(log: Path, since: int) -> tuple[int, int, int]:
+    """(API calls, version discoveries, new offset) in Ironic's API log after ``since`` bytes."""
+    with open(log, "rb") as fh:
+        fh.seek(since)
+        text = fh.read().decode(errors="replace")
+        end = fh.tell()
+    # the node simulator polls every node and port of the lab (GET /v1/{nodes,ports}/detail): not counted
+    calls = [
+        line
+        for line in text.splitlines()
+        if "INFO ironic.api" in line and " /" in line and not re.search(r" GET /v1/(nodes|ports)/detail ", line)
+    ]
+    discovery = [line for line in calls if re.search(r" GET /(v1/?)? - ", line)]
+    return len(calls), len(discovery), end
+
+
+class Cluster:
+    """One Metal3 cluster of fake-hardware hosts: inventory, store, playbook runs (as tests/integration/e2e)."""
+
+    def __init__(self, tmp: Path, inv: dict, n: int, octet: int):
+        tag = uuid.uuid4().hex[:6]
+        self.name, self.ns = f"b{tag}", f"bench-{tag}"
+        self.tmp, self.db = tmp, str(tmp / "state.db")
+        image = {k: inv["images"]["test_image"][k] for k in ("url", "checksum", "checksumType", "format")}
+        hosts = []
+        for i in range(n):
+            mac = f"52:54:02:{int(tag[:2], 16):02x}:{int(tag[2:4], 16):02x}:{i:02x}"
+            hosts.append({
+                "name": f"{self.name}-host-{i}",
+                "spec": {"bmc": {"address": f"fake://{self.name}-host-{i}"}, "bootMACAddress": mac,
+                         "automatedCleaningMode": "disabled", "inspectionMode": "disabled"},
+                "hardware": {"hostname": f"{self.name}-host-{i}",
+                             "nics": [{"name": "enp1s0", "mac": mac, "ip": f"127.0.{octet}.{10 + i}"}]},
+            })  # fmt: skip
+        desc = {
+            "name": self.name, "namespace": self.ns, "provider": "metal3", "kubernetes_version": "v1.34.4",
+            "control_plane_endpoint": {"host": f"127.0.{octet}.250", "port": 6443},
+            "control_plane": {"replicas": 1, "image": image, "automated_cleaning_mode": "disabled"},
+            "workers": [{"name": "md-0", "replicas": n - 1, "image": image, "automated_cleaning_mode": "disabled"}],
+            "ip_pools": [{"name": f"{self.name}-prov", "spec": {"namePrefix": f"{self.name}-prov", "prefix": 24,
+                          "pools": [{"start": f"127.0.{octet}.100", "end": f"127.0.{octet}.200"}]}}],
+            "data_template": {"spec": {
+                "metaData": {"strings": [{"key": "cluster", "value": self.name}]},
+                "networkData": {
+                    "links": {"ethernets": [
+                        {"type": "phy", "id": "enp1s0", "macAddress": {"fromHostInterface": "enp1s0"}}]},
+                    "networks": {"ipv4": [{"id": "prov", "link": "enp1s0",
+                                           "ipAddressFromIPPool": f"{self.name}-prov"}]},
+                },
+            }},
+            "hosts": hosts,
+            "store": {"kind": "sqlite", "path": self.db},
+        }  # fmt: skip
+        invdir = tmp / "inventory"
+        (invdir / "host_vars").mkdir(parents=True)
+        (invdir / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {self.name: None}}}))
+        host_vars = {
+            "ansible_connection": "local",
+            "capi_cluster": desc,
+            "capi_wait_timeout": 1800,
+            "capi_host_driver_options": {"ironic_url": inv["ironic"]["url"], "boot_iso": inv["images"]["boot_iso"]},
+        }
+        (invdir / "host_vars" / f"{self.name}.yml").write_text(yaml.safe_dump(host_vars, sort_keys=False))
+        self.inventory = str(invdir)
+
+    def play(self, playbook: str, count_processes: bool = False, extra_vars: dict | None = None) -> float:
+        python = sys.executable
+        if count_processes:  # every module process starts this interpreter once
+            python = str(self.tmp / "python")
+            Path(python).write_text(f'#!/bin/sh\necho x >> {self.tmp / "processes"}\nexec {sys.executable} "$@"\n')
+            os.chmod(python, 0o755)
+        extra = json.dumps({"ansible_python_interpreter": python})
+        argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", self.inventory,
+                str(REPO / "playbooks" / playbook), "-e", extra, "-e", json.dumps(extra_vars or {})]  # fmt: skip
+        env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"))
+        t0 = time.perf_counter()
+        proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+        took = time.perf_counter() - t0
+        (self.tmp / f"{playbook}-{time.time():.0f}.log").write_text(proc.stdout + proc.stderr)
+        if proc.returncode != 0 or "FAILED" in proc.stdout:
+            raise SystemExit(f"{playbook} failed:\n{proc.stdout[-5000:]}\n{proc.stderr[-2000:]}")
+        return took
+
+
+def one_read(db: str, ns: str) -> float:
+    """A fresh python process that opens the store and reads every object of the namespace once."""
+    code = (
+        "import sys; sys.path[:0] = [sys.argv[3]]\n"
+        "from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore\n"
+        "from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds\n"
+        "s = SqliteStore(sys.argv[1])\n"
+        "print(sum(len(s.list(k.key, sys.argv[2])) for k in kinds.ALL), file=sys.stderr)\n"
+    )
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code, db, ns, str(REPO / "build")], check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def floor_provision(conn, template_node, drives: list, infos: list, tag: str, workers: int) -> tuple[float, list]:
+    """Create, manage, provide and deploy (config drive) one node per drive, concurrently; wait for active."""
+    bm = conn.baremetal
+    attrs = {k: getattr(template_node, k) for k in (
+        "driver", "boot_interface", "deploy_interface", "management_interface", "power_interface",
+        "inspect_interface", "vendor_interface", "network_interface")}  # fmt: skip
+    attrs = {k: v for k, v in attrs.items() if v}
+
+    def one(i):
+        node = bm.create_node(name=f"floor-{tag}-{i}", driver_info=dict(template_node.driver_info or {}), **attrs)
+        bm.create_port(node_uuid=node.id, address=f"52:54:03:{int(tag[:2], 16):02x}:{int(tag[2:4], 16):02x}:{i:02x}")
+        bm.set_node_provision_state(node, "manage", wait=True, timeout=600)
+        bm.patch_node(node, [{"op": "add", "path": "/instance_info", "value": infos[i]}])
+        bm.set_node_provision_state(node, "provide", wait=True, timeout=600)
+        bm.set_node_provision_state(node, "active", config_drive=drives[i], wait=True, timeout=600)
+        return node.id
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        ids = list(pool.map(one, range(len(drives))))
+    return time.perf_counter() - t0, ids
+
+
+def floor_deprovision(conn, ids: list, workers: int) -> float:
+    bm = conn.baremetal
+
+    def one(node_id):
+        bm.set_node_provision_state(node_id, "deleted", wait=True, timeout=600)
+        bm.delete_node(node_id)
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(one, ids))
+    return time.perf_counter() - t0
+
+
+def bench_metal3(n: int, reps: int) -> None:
+    import openstack
+
+    from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_configdrive as cd
+    from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
+    from lab import config
+    from lab.ironic import hosts as lab_hosts
+
+    cfg = config.load()
+    inv = lab_hosts.load_inventory(cfg)
+    log = cfg.logs / "ironic.log"
+    ours = {"provision": [], "deprovision": [], "rerun": [], "calls": []}
+    floor = {"provision": [], "deprovision": [], "rerun": [], "calls": []}
+    for rep in range(reps):
+        with tempfile.TemporaryDirectory() as d:
+            c = Cluster(Path(d), inv, n, 200 + rep)
+            offset = log.stat().st_size
+            ours["provision"].append(c.play("provision_cluster.yml"))
+            ours["rerun"].append(c.play("provision_cluster.yml", count_processes=True))
+            processes = len((c.tmp / "processes").read_text().splitlines())
+            print(f"  rep {rep}: the re-run started {processes} module processes", flush=True)
+            floor["rerun"].append(one_read(c.db, c.ns))
+            store = SqliteStore(c.db)
+            hosts = store.list("BareMetalHost", c.ns)
+            drives = [cd.config_drive(store, h) for h in hosts]
+            infos = [cd.instance_info(h, boot_iso=inv["images"]["boot_iso"])[0] for h in hosts]
+            node_id = hosts[0]["status"]["provisioning"]["ID"]
+            store.close()
+            conn = openstack.connect(auth_type="none", baremetal_endpoint_override=inv["ironic"]["url"])
+            template = conn.baremetal.get_node(node_id)  # the floor's nodes are made like ours
+            # deregistering the hosts too: the floor deletes its nodes as well
+            ours["deprovision"].append(c.play("deprovision_cluster.yml", extra_vars={"capi_deregister_hosts": True}))
+            calls, disc, offset = ironic_calls(log, offset)
+            ours["calls"].append(calls / n)
+            print(f"  rep {rep}: ours provision {ours['provision'][-1]:.1f}s re-run {ours['rerun'][-1]:.1f}s "
+                  f"deprovision {ours['deprovision'][-1]:.1f}s; Ironic calls {calls} ({disc} discovery)",
+                  flush=True)  # fmt: skip
+            tag = uuid.uuid4().hex[:6]
+            took, ids = floor_provision(conn, template, drives, infos, tag, workers=n)
+            floor["provision"].append(took)
+            floor["deprovision"].append(floor_deprovision(conn, ids, workers=n))
+            calls, disc, offset = ironic_calls(log, offset)
+            floor["calls"].append(calls / n)
+            print(f"  rep {rep}: floor provision {floor['provision'][-1]:.1f}s deprovision "
+                  f"{floor['deprovision'][-1]:.1f}s; Ironic calls {calls} ({disc} discovery)", flush=True)  # fmt: skip
+            conn.close()
+    ROWS.append((f"Metal3 provision {n} (1+{n - 1})", ours["provision"], floor["provision"], "s"))
+    ROWS.append((f"Metal3 deprovision {n}", ours["deprovision"], floor["deprovision"], "s"))
+    ROWS.append((f"no-change re-run, {n} machines", ours["rerun"], floor["rerun"], "s"))
+    ROWS.append(("Ironic API calls per machine", ours["calls"], floor["calls"], "calls"))
+
+
+def bench_choose(reps: int) -> None:
+    from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import choose
+    from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
+    from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
+
+    sys.path.insert(0, str(REPO / "bench"))
+    import bench_choose_host as bc
+
+    def measure(store, ns, rounds):
+        """Milliseconds per choice, ours and the old full read: (wall, CPU) each (CPU: this process's time,
+        which the other engines' load on a shared machine does not inflate)."""
+        ours, old, ours_cpu, old_cpu = [], [], [], []
+        for _ in range(rounds):
+            m3m, machine = bc.machine_objects(ns, f"bench-{uuid.uuid4().hex[:6]}")
+            t0, c0 = time.perf_counter(), time.process_time()
+            found, _ = choose.choose_host(store, m3m, machine)
+            ours.append(time.perf_counter() - t0)
+            ours_cpu.append(time.process_time() - c0)
+            assert found is not None
+            t0, c0 = time.perf_counter(), time.process_time()
+            listed = store.list("BareMetalHost", ns, choose.host_selector(m3m))
+            choose.classify(listed, m3m, None)
+            old.append(time.perf_counter() - t0)
+            old_cpu.append(time.process_time() - c0)
+            choose.claim(store, m3m, machine)
+        ms = lambda xs: [x * 1000 for x in xs]  # noqa: E731
+        return ms(ours), ms(old), ms(ours_cpu), ms(old_cpu)
+
+    def load(store, n, ns):
+        """The hosts of bench_choose_host, written through the store's own row writer in one transaction
+        (the store's create + update_status per host takes minutes at 10,000 on a loaded machine)."""
+        from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds
+
+        store.create(meta.new("Namespace", ns, namespace=None))
+        k = kinds.resolve("BareMetalHost")
+        with store._write() as con:
+            for i in range(n):
+                obj, status = bc.host(i, ns)
+                obj["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp="2026-01-01T00:00:00Z", generation=1)
+                obj["apiVersion"], obj["status"] = k.api_version, status
+                store._save(con, None, k, obj)
+
+    for n in (1000, 10000):  # the floor column: the full read host choice used to do
+        with tempfile.TemporaryDirectory() as d:
+            store = SqliteStore(os.path.join(d, "state.db"))
+            load(store, n, "bench")
+            ours, old, ours_cpu, old_cpu = measure(store, "bench", max(reps, 10))
+            store.close()
+        ROWS.append((f"host choice, {n:,} hosts (sqlite), wall", ours, old, "ms"))
+        ROWS.append((f"host choice, {n:,} hosts (sqlite), CPU", ours_cpu, old_cpu, "ms"))
+        print(f"  host choice at {n} (sqlite): ours median {statistics.median(ours):.1f} ms, "
+              f"the old read {statistics.median(old):.1f} ms", flush=True)  # fmt: skip
+    from lab import config
+    from lab.services import kube
+
+    cfg = config.load()
+    if not kube.status(cfg).get("healthy"):
+        print("kubernetes store host choice skipped: the lab's kube-apiserver is not running")
+        return
+    from ansible_collections.baremetal.capi.plugins.module_utils.store.base import open_store
+
+    store = open_store({"kind": "kubernetes", "kubeconfig": str(cfg.root / "kubeconfig")})
+    ns = f"bench-{uuid.uuid4().hex[:6]}"
+    try:
+        bc.populate(store, 2000, ns)
+        ours, old, ours_cpu, old_cpu = measure(store, ns, max(reps, 5))
+    finally:
+        try:
+            kube.delete_namespace(kube.api_client(cfg), ns)
+        except Exception as exc:  # the numbers are printed either way
+            print(f"(could not delete namespace {ns}: {exc})")
+        store.close()
+    ROWS.append(("host choice, 2,000 hosts (kubernetes store), wall", ours, old, "ms"))
+    ROWS.append(("host choice, 2,000 hosts (kubernetes store), CPU", ours_cpu, old_cpu, "ms"))
+
+
+def table() -> list[str]:
+    head = ("figure", "ours min", "ours median", "floor min", "floor median", "ratio min", "ratio median")
+    lines = []
+    for name, ours, floor, unit in ROWS:
+        cells = [name, f"{min(ours):.2f} {unit}", f"{statistics.median(ours):.2f} {unit}"]
+        if floor:
+            med_ratio = statistics.median(ours) / statistics.median(floor)
+            cells += [f"{min(floor):.2f} {unit}", f"{statistics.median(floor):.2f} {unit}",
+                      f"{min(ours) / min(floor):.2f}", f"{med_ratio:.2f}"]  # fmt: skip
+        else:
+            cells += ["-"] * 4
+        lines.append(cells)
+    widths = [max(len(r[i]) for r in [head, *lines]) for i in range(len(head))]
+    out = ["| " + " | ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)) + " |"]
+    out.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    out += ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in lines]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--machines", type=int, default=20)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--skip-provision", action="store_true")
+    args = parser.parse_args()
+    print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}")
+    bench_choose(args.reps)
+    for line in table():
+        print(line, flush=True)
+    if not args.skip_provision:
+        bench_metal3(args.machines, args.reps)
+    for line in table():
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

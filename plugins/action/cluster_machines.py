@@ -1,0 +1,115 @@
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# The Apache License 2.0 is compatible with the GNU General Public License version 3 (GPLv3).
+"""cluster_machines on the controller: the whole loop inside the ansible-playbook process.
+
+Every task of the collection runs on the controller (``connection: local``), so the engine runs here
+instead of in a module process: no AnsiballZ, one store, one openstacksdk session, one MAAS session and one
+workload client for the whole task, and a line per machine change streamed through ``Display`` (the worker
+process's display reaches the stdout callback, and AWX's job output, at once).  The module
+(plugins/modules/cluster_machines.py) keeps the documentation and argument spec this validates with; on a
+host reached through another connection the module runs there, as any module would.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.baremetal.capi.plugins.filter.cluster_description import progress_line
+
+display = Display()
+
+
+def _argument_spec() -> dict:
+    from ansible_collections.baremetal.capi.plugins.module_utils.capi import converge_task
+    from ansible_collections.baremetal.capi.plugins.module_utils.module import (
+        maas_argument_spec,
+        store_argument_spec,
+    )
+
+    return {**store_argument_spec(), **maas_argument_spec(), **converge_task.ARGUMENT_SPEC}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        if self._connection.transport not in ("local", "ansible.builtin.local"):
+            result.update(self._execute_module(task_vars=task_vars))
+            return result
+        validation, params = self.validate_argument_spec(argument_spec=_argument_spec())
+        return self._converge(result, params, set(validation._no_log_values))
+
+    def _converge(self, result: dict, params: dict, no_log: set) -> dict:
+        from ansible_collections.baremetal.capi.plugins.module_utils.capi import converge_task
+        from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, NotFound
+        from ansible_collections.baremetal.capi.plugins.module_utils.module import mask, store_options
+        from ansible_collections.baremetal.capi.plugins.module_utils.store.base import open_store
+
+        check = bool(self._task.check_mode)
+        ns = params["namespace"] or (params.get("store") or {}).get("namespace") or "default"
+        cluster = f"{ns}/{params['cluster']}"
+        verbose = display.verbosity >= 1
+        t0 = time.monotonic()
+
+        def progress(row: dict, timing: dict) -> None:
+            line = f"  {cluster} {progress_line(row)}"
+            if verbose:
+                line += (
+                    f"  [+{timing['elapsed']:.1f}s, {timing['since']:.1f}s since its last change, "
+                    f"{timing['steps']} steps, last step {timing['step_seconds'] or 0:.2f}s]"
+                )
+            display.display(_scrub(line, no_log))
+
+        def maas_options() -> dict:
+            url, key = params.get("maas_url"), params.get("maas_api_key")
+            missing = [n for n, v in (("maas_url", url), ("maas_api_key", key)) if not v]
+            if missing:
+                raise AnsibleActionFail(f"{' and '.join(missing)} required (or the MAAS_URL / MAAS_API_KEY variables)")
+            return dict(url=url, api_key=key, validate_certs=params.get("maas_validate_certs", True))
+
+        store = None
+        try:
+            store = open_store(store_options(params, no_log))
+            report = converge_task.run(
+                params, store, ns, maas_options=maas_options, check_mode=check, progress=progress
+            )
+        except NotFound as exc:
+            if not check:
+                return _failed(result, str(exc), no_log, error=type(exc).__name__)
+            # a plan: an earlier task of the same check run would create what this one works on
+            display.warning(f"check mode: {exc}; an earlier task would create it, so this one would act on it then")
+            result.update(changed=True, msg=f"would act once it exists: {exc}", check_mode_missing=str(exc))
+            return result
+        except CapiError as exc:
+            return _failed(result, str(exc), no_log, error=type(exc).__name__)
+        finally:
+            if store is not None:
+                store.close()
+        out, failure = converge_task.outcome(params, ns, report, check)
+        if verbose and params["wait"] and not check:
+            display.display(
+                f"  {cluster}: {out['steps']} steps ({out['rounds']} of the cluster-level controllers) "
+                f"in {time.monotonic() - t0:.1f}s"
+            )
+        result.update(mask(out), changed=bool(report["changed"]))
+        if failure:
+            return _failed(result, failure, no_log)
+        return result
+
+
+def _scrub(text: str, no_log: set) -> str:
+    for value in no_log:
+        if value and len(value) >= 4:
+            text = text.replace(value, "********")
+    return text
+
+
+def _failed(result: dict, msg: str, no_log: set, **extra) -> dict:
+    result.update(failed=True, msg=_scrub(msg, no_log), **extra)
+    return result

@@ -1,0 +1,201 @@
+"""Every kind of bad description fails in validation, naming the object and the field, with nothing written.
+
+The engine (capi/validate.py) runs on a real sqlite store in a temp dir; ``python
+tests/unit/capi/test_description_validation.py`` regenerates docs/reliability.md from the same table (the
+test checks the page lists every case with the message it gives now).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import sqlite3
+import sys
+import time
+
+import pytest
+import yaml
+
+if __name__ == "__main__":  # run as a script: the collection on sys.path as tests/conftest.py puts it
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "build"))
+
+from ansible_collections.baremetal.capi.plugins.filter import cluster_description as cd
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import description, validate
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
+from ansible_collections.baremetal.capi.plugins.module_utils.store.base import open_store
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import bad_descriptions as bd  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+PAGE = ROOT / "docs" / "reliability.md"
+
+
+def count_objects(path) -> int:
+    with sqlite3.connect(path) as db:
+        return db.execute("SELECT count(*) FROM objects").fetchone()[0]
+
+
+def run(desc, path) -> tuple[str | None, list]:
+    """(error message or None, plan) of the validation as the playbook's first task does it."""
+    store = open_store({"kind": "sqlite", "path": str(path)})
+    try:
+        objects = cd.objects(desc, "all")
+        return None, validate.validate(desc, objects, store)
+    except (Invalid, cd.DescriptionError) as exc:
+        return str(exc), []
+    finally:
+        store.close()
+
+
+def test_the_table_has_45_kinds_or_more():
+    kinds = [c[0] for c in bd.CASES]
+    assert len(kinds) == len(set(kinds)) >= 45
+
+
+@pytest.mark.parametrize("base", [bd.metal3, bd.maas])
+def test_the_good_descriptions_pass_with_a_plan(tmp_path, base):
+    msg, plan = run(base(), tmp_path / "s.db")
+    assert msg is None
+    kinds = {p["kind"] for p in plan}
+    assert {"Namespace", "Cluster", "KubeadmControlPlane", "MachineDeployment", "KubeadmConfigTemplate"} <= kinds
+    if base is bd.metal3:
+        assert {"Metal3Cluster", "IPPool", "Metal3DataTemplate", "BareMetalHost", "Metal3MachineTemplate"} <= kinds
+    assert {p["action"] for p in plan} == {"create"}
+    assert count_objects(tmp_path / "s.db") == 0
+
+
+@pytest.mark.parametrize("case", bd.CASES, ids=[c[0] for c in bd.CASES])
+def test_bad_input_names_object_and_field_before_any_write(tmp_path, case):
+    kind, _base, _mutate, obj, field = case
+    msg, _plan = run(bd.bad(case), tmp_path / "s.db")
+    assert msg is not None, f"{kind}: accepted"
+    assert obj in msg and field in msg, f"{kind}: {msg!r} should name {obj!r} and {field!r}"
+    assert "Traceback" not in msg and "Unknown error" not in msg
+    assert count_objects(tmp_path / "s.db") == 0
+
+
+def test_the_stored_objects_are_the_old_ones(tmp_path):
+    """A changed networkData against the stored template is refused (CAPM3's immutability), before any write."""
+    store = open_store({"kind": "sqlite", "path": str(tmp_path / "s.db")})
+    desc = bd.metal3()
+    stored = validate.meta.new("Metal3DataTemplate", "v1-nodes", "valid", spec=desc["data_template"]["spec"])
+    store.create(validate.webhooks.admit(stored))
+    before = count_objects(tmp_path / "s.db")
+    desc["data_template"]["spec"]["networkData"]["links"]["ethernets"][0]["id"] = "enp2s0"
+    desc["data_template"]["spec"]["networkData"]["networks"]["ipv4"][0]["link"] = "enp2s0"
+    with pytest.raises(Invalid, match=r"Metal3DataTemplate valid/v1-nodes.*spec.networkData: networkData is immutable"):
+        validate.validate(desc, cd.objects(desc, "all"), store)
+    plan = validate.validate(bd.metal3(), cd.objects(bd.metal3(), "all"), store)
+    assert {p["name"]: p["action"] for p in plan}["v1-nodes"] == "unchanged"
+    store.close()
+    assert count_objects(tmp_path / "s.db") == before
+
+
+def test_a_stored_credentials_secret_is_enough(tmp_path):
+    store = open_store({"kind": "sqlite", "path": str(tmp_path / "s.db")})
+    desc = bd.metal3()
+    host = desc["hosts"][1]
+    host.pop("bmc_username"), host.pop("bmc_password")
+    host["spec"]["bmc"]["credentialsName"] = "v1-host-1-bmc"
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "v1-host-1-bmc", "namespace": "valid"},
+              "stringData": {"username": "admin"}}  # fmt: skip
+    store.create(secret)
+    with pytest.raises(Invalid, match="v1-host-1-bmc has no password"):
+        validate.validate(desc, cd.objects(desc, "all"), store)
+    stored = store.get("Secret", "v1-host-1-bmc", "valid")
+    stored["stringData"] = {"username": "admin", "password": "pw"}
+    store.update(stored)
+    assert validate.validate(desc, cd.objects(desc, "all"), store)
+    store.close()
+
+
+def test_the_scaled_description_is_checked_too():
+    with pytest.raises(cd.DescriptionError, match="capi_worker_replicas: no worker pool named md-9"):
+        cd.scaled(bd.metal3(), None, {"md-9": 1})
+    with pytest.raises(Invalid, match=r"capi_cluster: control_plane.replicas: must be odd"):
+        scaled = cd.scaled(bd.metal3(), 2, None)
+        validate.validate(scaled, [], None)
+
+
+def test_the_secrets_of_a_description_are_known_for_no_log():
+    assert validate.secrets(bd.metal3()) == ["s3cret-bmc"]
+    assert validate.secrets("x") == []
+
+
+def _spec_tree(options: dict) -> dict:
+    out = {}
+    for key, opt in options.items():
+        sub = opt.get("options")
+        if sub and opt["type"] == "list":
+            out[key] = ("list", _spec_tree(sub))
+        elif sub:
+            out[key] = _spec_tree(sub)
+        elif opt["type"] == "list":
+            out[key] = ("list", opt.get("elements", "raw"))
+        else:
+            out[key] = opt["type"]
+    return out
+
+
+def test_the_schema_is_the_documented_one():
+    """description.SCHEMA and docs/cluster-description-spec.yml (the roles' argument specs) say the same."""
+    spec = yaml.safe_load((ROOT / "docs" / "cluster-description-spec.yml").read_text())["capi_cluster"]["options"]
+    assert description.SCHEMA == _spec_tree(spec)
+
+
+def test_the_filter_names_a_field_instead_of_crashing():
+    for case in bd.CASES:
+        try:
+            cd.objects(bd.bad(case), "all")
+        except cd.DescriptionError:
+            pass  # an error naming the field: the cases above check which
+
+
+# -- docs/reliability.md -------------------------------------------------------------------------------
+
+HEADER = """# Reliability: bad input
+
+Generated by `python tests/unit/capi/test_description_validation.py` from the table in
+`tests/unit/capi/bad_descriptions.py`; `tests/unit/capi/test_description_validation.py` checks that every
+kind is here with the message it gives. Each bad description goes through what the first task of
+`provision_cluster.yml` and `scale_cluster.yml` (`baremetal.capi.cluster_validate`) does: the description's
+own rules, then every object it makes admitted through the webhooks together, then the rules across objects,
+on a fresh sqlite store. *Seconds* is the time that validation took on the machine that generated the page;
+*written* is the number of objects in the store afterwards. `tests/integration/e2e/test_validation_playbook.py`
+runs `provision_cluster.yml` itself on some of these and checks that the failure is its first task, with
+nothing in the store.
+
+| kind of bad input | message | seconds | written |
+|---|---|---|---|
+"""
+
+
+def rows(tmp: pathlib.Path) -> list[tuple[str, str, float, int]]:
+    out = []
+    for i, case in enumerate(bd.CASES):
+        path = tmp / f"{i}.db"
+        t0 = time.monotonic()
+        msg, _ = run(bd.bad(case), path)
+        out.append((case[0], msg or "ACCEPTED", time.monotonic() - t0, count_objects(path)))
+    return out
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def test_the_reliability_page_lists_every_kind_with_its_message(tmp_path):
+    page = PAGE.read_text()
+    for kind, msg, _seconds, written in rows(tmp_path):
+        assert f"| {_cell(kind)} | {_cell(msg)} |" in page, f"docs/reliability.md is stale for {kind!r}: regenerate"
+        assert written == 0
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        table = rows(pathlib.Path(tmp))
+    lines = [f"| {_cell(k)} | {_cell(m)} | {s:.3f} | {w} |" for k, m, s, w in table]
+    PAGE.write_text(HEADER + "\n".join(lines) + "\n")
+    print(f"wrote {PAGE} ({len(lines)} kinds)")
