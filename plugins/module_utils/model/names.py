@@ -37,6 +37,7 @@ MANAGED_NODE_LABEL_DOMAIN = "node.cluster.x-k8s.io"
 PRE_DRAIN_HOOK_PREFIX = "pre-drain.delete.hook.machine.cluster.x-k8s.io"
 PRE_TERMINATE_HOOK_PREFIX = "pre-terminate.delete.hook.machine.cluster.x-k8s.io"
 KCP_CLEANUP_HOOK = "pre-terminate.delete.hook.machine.cluster.x-k8s.io/kcp-cleanup"
+# On the KubeadmConfig (or the Machine, which wins): when the machine's certificates expire, RFC 3339
 CERTIFICATES_EXPIRY_ANNOTATION = "machine.cluster.x-k8s.io/certificates-expiry"
 EXCLUDE_NODE_DRAINING_ANNOTATION = "machine.cluster.x-k8s.io/exclude-node-draining"
 EXCLUDE_WAIT_FOR_NODE_VOLUME_DETACH_ANNOTATION = "machine.cluster.x-k8s.io/exclude-wait-for-node-volume-detach"
@@ -115,8 +116,6 @@ KCP_MACHINE_CONTROLLER_MANAGER_POD_HEALTHY = "ControllerManagerPodHealthy"
 KCP_MACHINE_SCHEDULER_POD_HEALTHY = "SchedulerPodHealthy"
 KCP_MACHINE_ETCD_POD_HEALTHY = "EtcdPodHealthy"
 KCP_MACHINE_ETCD_MEMBER_HEALTHY = "EtcdMemberHealthy"
-# On the KubeadmConfig (or the Machine, which wins): when the machine's certificates expire, RFC 3339
-CERTIFICATES_EXPIRY_ANNOTATION = "machine.cluster.x-k8s.io/certificates-expiry"
 
 # --- CAPM3 (infrastructure.cluster.x-k8s.io, Metal3*) --------------------
 METAL3_CLUSTER_FINALIZER = "metal3cluster.infrastructure.cluster.x-k8s.io"
