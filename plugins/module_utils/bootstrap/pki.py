@@ -96,11 +96,30 @@ def new_service_account_keys() -> tuple[str, str]:
     return pub.decode(), key_pem(key)
 
 
-def client_certificate(ca_cert_pem: str, ca_key_pem: str, common_name: str, organizations=(), days=365, now=None):
-    """A client certificate signed by the CA, valid ``days`` from ``now``: (certificate PEM, key PEM)."""
+def client_certificate(
+    ca_cert_pem: str,
+    ca_key_pem: str,
+    common_name: str,
+    organizations=(),
+    days=365,
+    now=None,
+    *,
+    key=None,
+    lifetime=None,
+):
+    """A client certificate signed by the CA: (certificate PEM, key PEM).
+
+    Valid from the CA's own start (``days`` from ``now``), or, with ``lifetime`` (a timedelta), from five
+    minutes before ``now`` for that long; ``key`` (an RSA or EC private key) is a new RSA key by default.
+    """
     ca_cert = x509.load_pem_x509_certificate(ca_cert_pem.encode())
     ca_key = serialization.load_pem_private_key(ca_key_pem.encode(), password=None)
-    key = new_key()
+    key = key or new_key()
+    now = now or _utcnow()
+    if lifetime is None:
+        not_before, not_after = ca_cert.not_valid_before_utc, now + datetime.timedelta(days=days)
+    else:
+        not_before, not_after = now - datetime.timedelta(minutes=5), now + lifetime
     attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
     attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
     cert = (
@@ -109,12 +128,12 @@ def client_certificate(ca_cert_pem: str, ca_key_pem: str, common_name: str, orga
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(ca_cert.not_valid_before_utc)
-        .not_valid_after((now or _utcnow()) + datetime.timedelta(days=days))
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
         .add_extension(
             x509.KeyUsage(
                 digital_signature=True,
-                key_encipherment=True,
+                key_encipherment=isinstance(key, rsa.RSAPrivateKey),  # an EC key signs only
                 key_cert_sign=False,
                 content_commitment=False,
                 data_encipherment=False,

@@ -32,15 +32,13 @@ import threading
 import urllib.parse
 from dataclasses import dataclass, field
 
+from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import pki
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Requeue
 
 try:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 except ImportError:  # reported by the modules with missing_required_lib (pki.HAS_CRYPTOGRAPHY)
-    x509 = None
+    ec = None
 
 CLIENT_PORT = 2379
 # KCP's etcd client certificate CN (controlplane/kubeadm/internal/etcd_client_generator.go).
@@ -88,40 +86,15 @@ class Member:
 
 
 def client_certificate(ca_cert_pem: str, ca_key_pem: str, now: datetime.datetime | None = None) -> tuple[str, str]:
-    """A client certificate signed by the etcd CA: (certificate PEM, key PEM); the key is P-256 (fast to make)."""
-    ca_cert = x509.load_pem_x509_certificate(ca_cert_pem.encode())
-    ca_key = serialization.load_pem_private_key(ca_key_pem.encode(), password=None)
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = now or datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, CLIENT_CERT_CN)]))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + CLIENT_CERT_LIFETIME)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_encipherment=False,
-                key_cert_sign=False,
-                content_commitment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
+    """A short-lived client certificate signed by the etcd CA: (certificate PEM, key PEM); P-256 (fast to make)."""
+    return pki.client_certificate(
+        ca_cert_pem,
+        ca_key_pem,
+        CLIENT_CERT_CN,
+        now=now,
+        key=ec.generate_private_key(ec.SECP256R1()),
+        lifetime=CLIENT_CERT_LIFETIME,
     )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    return cert.public_bytes(serialization.Encoding.PEM).decode(), key_pem
 
 
 def ssl_context(ca_cert_pem: str, client_cert_pem: str, client_key_pem: str) -> ssl.SSLContext:
