@@ -73,19 +73,24 @@ def machine(name: str, ns: str, cluster_name: str, *, control_plane: bool, spec:
     ]
 
 
-def init_data(cluster_name: str, endpoint: str, ca) -> str:
-    return cabpk.init_data(cluster_name, endpoint, ca, version=VERSION, provider_id=None, node_name="")
+def init_data(cluster_name: str, endpoint: str, ca, etcd_ca=None) -> str:
+    return cabpk.init_data(cluster_name, endpoint, ca, version=VERSION, provider_id=None, node_name="", etcd_ca=etcd_ca)
 
 
-def join_data(endpoint: str, ca, token: str, *, control_plane: bool) -> str:
+def join_data(endpoint: str, ca, token: str, *, control_plane: bool, etcd_ca=None) -> str:
     text = cabpk.join_data(endpoint, ca[0], token, provider_id=None, node_name="")
     if control_plane:
         # a control-plane join: JoinConfiguration.controlPlane (kubeadm join --control-plane)
-        # (inside write_files content, indented six spaces)
+        # (inside write_files content, indented six spaces), with the cluster's shared CAs as CABPK writes
+        # them: a stacked-etcd member joins with the etcd CA the first control plane was given
+        if etcd_ca is None:
+            raise ValueError("a control-plane join needs the cluster's etcd CA (init_data(..., etcd_ca=...))")
         text = text.replace(
             "      kind: JoinConfiguration\n",
             "      controlPlane:\n        localAPIEndpoint: {}\n      kind: JoinConfiguration\n",
         )
+        certs = "\n".join(cabpk._ca_files(*ca) + cabpk._ca_files(*etcd_ca, "etcd/")) + "\n"
+        text = text.replace("write_files:\n", "write_files:\n" + certs, 1)
     return text
 
 

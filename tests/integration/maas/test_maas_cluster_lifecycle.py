@@ -58,13 +58,13 @@ def test_three_control_planes_two_workers(sim, play, store, tag, maas_lab):
 
     # --- bootstrap data and machines --------------------------------------------------------------------------
     endpoint = f"{fqdn}:6443"
-    ca, token = cabpk.new_cluster_ca(), cabpk.new_token()
+    ca, etcd_ca, token = cabpk.new_cluster_ca(), cabpk.new_cluster_ca("etcd-ca"), cabpk.new_token()
     kubeconfig = objects.admin_kubeconfig(cname, f"{s0['ip']}:6443", ca)
     store.create(objects.secret(f"{cname}-kubeconfig", NS, cname, kubeconfig))
     data = {
-        "cp-0": objects.init_data(cname, endpoint, ca),
-        "cp-1": objects.join_data(endpoint, ca, token, control_plane=True),
-        "cp-2": objects.join_data(endpoint, ca, token, control_plane=True),
+        "cp-0": objects.init_data(cname, endpoint, ca, etcd_ca),
+        "cp-1": objects.join_data(endpoint, ca, token, control_plane=True, etcd_ca=etcd_ca),
+        "cp-2": objects.join_data(endpoint, ca, token, control_plane=True, etcd_ca=etcd_ca),
         "w-0": objects.join_data(endpoint, ca, token, control_plane=False),
         "w-1": objects.join_data(endpoint, ca, token, control_plane=False),
     }

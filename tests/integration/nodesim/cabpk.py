@@ -22,9 +22,9 @@ from lab.nodesim.kubeadm import ca_cert_hash
 SENTINEL = "echo success > /run/cluster-api/bootstrap-success.complete"
 
 
-def new_cluster_ca() -> tuple[bytes, bytes]:
-    """A cluster CA as CAPI makes it: CN=kubernetes, the key as a PKCS#1 ``RSA PRIVATE KEY``."""
-    crt, key = pki.new_ca("kubernetes")
+def new_cluster_ca(common_name: str = "kubernetes") -> tuple[bytes, bytes]:
+    """A cluster CA as CAPI makes it (CN=kubernetes; etcd-ca for etcd), the key as a PKCS#1 ``RSA PRIVATE KEY``."""
+    crt, key = pki.new_ca(common_name)
     rsa = serialization.load_pem_private_key(key, password=None)
     pkcs1 = rsa.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
@@ -42,8 +42,11 @@ def _file(path: str, content: bytes | str, permissions: str) -> str:
     )
 
 
-def _ca_files(ca_crt: bytes, ca_key: bytes) -> list[str]:
-    return [_file("/etc/kubernetes/pki/ca.crt", ca_crt, "0640"), _file("/etc/kubernetes/pki/ca.key", ca_key, "0600")]
+def _ca_files(ca_crt: bytes, ca_key: bytes, prefix: str = "") -> list[str]:
+    return [
+        _file(f"/etc/kubernetes/pki/{prefix}ca.crt", ca_crt, "0640"),
+        _file(f"/etc/kubernetes/pki/{prefix}ca.key", ca_key, "0600"),
+    ]
 
 
 def _kubelet_args(labels: dict[str, str], provider_id: str | None) -> str:
@@ -78,7 +81,9 @@ def init_data(
     labels: dict[str, str] | None = None,
     provider_id: str | None = "metal3://{{ ds.meta_data.providerid }}",
     node_name: str = "{{ ds.meta_data.name }}",
+    etcd_ca: tuple[bytes, bytes] | None = None,
 ) -> str:
+    """Init data; with ``etcd_ca`` the etcd CA too (as CABPK writes it), else kubeadm init makes its own."""
     kubeadm = (
         "---\n"
         "apiServer: {}\n"
@@ -103,7 +108,8 @@ def init_data(
         f"  name: '{node_name}'\n"
         "  taints: null\n"
     )
-    files = _ca_files(*ca) + [_file("/run/kubeadm/kubeadm.yaml", kubeadm, "0640")]
+    files = _ca_files(*ca) + (_ca_files(*etcd_ca, "etcd/") if etcd_ca else [])
+    files.append(_file("/run/kubeadm/kubeadm.yaml", kubeadm, "0640"))
     return _document(files, "kubeadm init --config /run/kubeadm/kubeadm.yaml")
 
 
