@@ -6,7 +6,7 @@
 * ``kubeadm config validate`` (kubeadm built from the same k8s.io/kubernetes module as the lab's
   kube-apiserver, lab/kube_build) on every kubeadm configuration the cloud-config writes.
 
-These need the two binaries: cloud-init is installed by .ci/run and ``make test``, kubeadm is built
+These need the two binaries: cloud-init is installed by ``make integration`` (so ``make test``), kubeadm is built
 (once, cached) by lab.kube_build.  A missing tool is a failure, not a skip.
 """
 
@@ -40,7 +40,7 @@ def kubeadm_bin() -> str:
 @pytest.fixture(scope="module")
 def cloud_init_bin() -> str:
     path = shutil.which("cloud-init")
-    assert path, "cloud-init is not installed (apt-get install cloud-init; .ci/run and make test do it)"
+    assert path, "cloud-init is not installed (apt-get install cloud-init; make integration does it)"
     return path
 
 
