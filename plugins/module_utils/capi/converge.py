@@ -399,6 +399,17 @@ class _Loop:
     def run(self) -> dict:
         self.loop.add(self.CLUSTER, self.cluster_item)
         results = self.loop.run(self.on_step)
+        # The table as the store has it at the end: a machine's last row was taken at its own last step, and
+        # the cluster item may have written since (the certificates-expiry annotation once its Node exists).
+        for key, old in list(self.rows.items()):
+            if key not in self.machines:
+                continue
+            now = self.conv.machine_row(self.machines[key], self.nodes)
+            if now["state"] == "Deleted":  # gone since its last step
+                self.rows.pop(key)
+                self.machines.pop(key)
+            else:
+                self.rows[key] = {**now, "message": old.get("message"), "failed": old.get("failed")}
         rows = [self.rows[k] for k in self.machines if k in self.rows]
         cluster_res = results.get(self.CLUSTER)
         messages = list(self.cluster["messages"])
