@@ -69,18 +69,31 @@ class PoolsMixin:
                 merged["metadata"].setdefault(key, {}).update(obj["metadata"][key])
         changed = merged["spec"] != old["spec"] or merged["metadata"] != old["metadata"]
         if check:
-            return changed, merged
+            return changed or bool(self.claims_to_serve(old)), merged
         if changed:
             merged = self.store.update(merged)
         after = self._serve(self.reconcile_pool(merged))
-        return changed, after
+        # the reconcile's own writes (status.indexes rebuilt) and the claims it answered or released count too
+        return changed or after["metadata"].get("resourceVersion") != old["metadata"].get("resourceVersion"), after
 
     def _serve(self, pool: dict) -> dict:
         """The pool reconcile's UpdateAddresses: the deleting claims naming it let their addresses go, and the
-        Cluster API claims naming it are answered."""
+        Cluster API claims naming it are answered.  The pool as it is afterwards (its record moved on)."""
         if not self.update_addresses(pool):
             return pool
         return self.store.get("IPPool", meta.name(pool), meta.namespace(pool))
+
+    def claims_to_serve(self, pool: dict) -> list[dict]:
+        """What ``update_addresses`` would write for: releasable deleting claims, unanswered Cluster API claims."""
+        out = self.releasable_claims(pool)
+        for claim in self.capi_claims(pool):
+            answered = ((claim.get("status") or {}).get("addressRef") or {}).get("name")
+            if meta.is_deleting(claim):
+                if meta.finalizers(claim) == [names.CAPI_IPADDRESSCLAIM_FINALIZER]:
+                    out.append(claim)
+            elif not answered:
+                out.append(claim)
+        return out
 
     def releasable_claims(self, pool: dict) -> list[dict]:
         """The deleting IPClaims naming the pool that IPAM's finalizer alone still holds (m3UpdateAddresses
@@ -99,7 +112,8 @@ class PoolsMixin:
         changed = False
         for claim in self.releasable_claims(pool):
             changed |= self.release(claim)
-        return bool(self.serve_capi_claims(pool)) or changed
+        served = self.serve_capi_claims(pool)
+        return changed or any("error" not in answer for answer in served.values())
 
     def reconcile_pool(self, pool: dict) -> dict:
         """Finalizer, cluster label and owner, and status.indexes rebuilt from the IPAddresses."""
@@ -168,12 +182,7 @@ class PoolsMixin:
         except NotFound:
             return False
         if check:
-            going = {meta.name(c) for c in self.releasable_claims(pool)}
-            going |= {
-                meta.name(c)
-                for c in self.capi_claims(pool)
-                if meta.is_deleting(c) and meta.finalizers(c) == [names.CAPI_IPADDRESSCLAIM_FINALIZER]
-            }
+            going = {meta.name(c) for c in self.claims_to_serve(pool) if meta.is_deleting(c)}
         else:
             self.update_addresses(pool)
             going = set()
