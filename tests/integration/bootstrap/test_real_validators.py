@@ -6,7 +6,11 @@
 * ``kubeadm config validate`` (kubeadm built from the same k8s.io/kubernetes module as the lab's
   kube-apiserver, lab/kube_build) on every kubeadm configuration the cloud-config writes.
 
-These need the two binaries: cloud-init is installed by .ci/run and ``make test``, kubeadm is built
+Checked: the user data of the demo clusters (init, control-plane join, worker join of each), rendered from
+the descriptions ``make demo`` provisions (demo_user_data.py), so that a change to the demo is checked; and
+a spec using every cloud-config section the renderer writes.
+
+These need the two binaries: cloud-init is installed by .ci/run (Debian's package), kubeadm is built
 (once, cached) by lab.kube_build.  A missing tool is a failure, not a skip.
 """
 
@@ -42,7 +46,7 @@ def kubeadm_bin() -> str:
 @pytest.fixture(scope="module")
 def cloud_init_bin() -> str:
     path = shutil.which("cloud-init")
-    assert path, "cloud-init is not installed (apt-get install cloud-init; .ci/run and make test do it)"
+    assert path, "cloud-init is not installed (apt-get install cloud-init; .ci/run does it)"
     return path
 
 
