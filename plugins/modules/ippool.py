@@ -18,8 +18,10 @@ description:
     reference when C(clusterName) is set, and C(status.indexes) (claim name to IP) rebuilt from the IPAddresses.
   - Claims do not rewrite the pool (so that allocating stays cheap however full the pool is); C(status.indexes) is
     refreshed when this module runs. M(baremetal.capi.ippool_info) always reads the live allocations.
+  - Claims being deleted that only IPAM's finalizer still holds (Metal3 IPClaims and Cluster API IPAddressClaims)
+    let their addresses go whenever this module runs, as the IPAM controller's pool reconcile does.
   - A pool with addresses allocated is not deleted; the task fails naming the claims (upstream keeps such a pool
-    waiting).
+    waiting). Claims already being deleted let their addresses go first, as upstream's pool deletion does.
 author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:

@@ -69,17 +69,51 @@ class PoolsMixin:
                 merged["metadata"].setdefault(key, {}).update(obj["metadata"][key])
         changed = merged["spec"] != old["spec"] or merged["metadata"] != old["metadata"]
         if check:
-            return changed, merged
+            return changed or bool(self.claims_to_serve(old)), merged
         if changed:
             merged = self.store.update(merged)
         after = self._serve(self.reconcile_pool(merged))
-        return changed, after
+        # the reconcile's own writes (status.indexes rebuilt) and the claims it answered or released count too
+        return changed or after["metadata"].get("resourceVersion") != old["metadata"].get("resourceVersion"), after
 
     def _serve(self, pool: dict) -> dict:
-        """The pool reconcile answers the Cluster API claims naming it too (UpdateAddresses)."""
-        if not self.serve_capi_claims(pool):
+        """The pool reconcile's UpdateAddresses: the deleting claims naming it let their addresses go, and the
+        Cluster API claims naming it are answered.  The pool as it is afterwards (its record moved on)."""
+        if not self.update_addresses(pool):
             return pool
         return self.store.get("IPPool", meta.name(pool), meta.namespace(pool))
+
+    def claims_to_serve(self, pool: dict) -> list[dict]:
+        """What ``update_addresses`` would write for: releasable deleting claims, unanswered Cluster API claims."""
+        out = self.releasable_claims(pool)
+        for claim in self.capi_claims(pool):
+            answered = ((claim.get("status") or {}).get("addressRef") or {}).get("name")
+            if meta.is_deleting(claim):
+                if meta.finalizers(claim) == [names.CAPI_IPADDRESSCLAIM_FINALIZER]:
+                    out.append(claim)
+            elif not answered:
+                out.append(claim)
+        return out
+
+    def releasable_claims(self, pool: dict) -> list[dict]:
+        """The deleting IPClaims naming the pool that IPAM's finalizer alone still holds (m3UpdateAddresses
+        deletes their IPAddress; a claim with another finalizer is "still in use")."""
+        out = []
+        for claim in self.store.list("IPClaim", meta.namespace(pool)):
+            if ((claim.get("spec") or {}).get("pool") or {}).get("name") != meta.name(pool):
+                continue
+            if meta.is_deleting(claim) and meta.finalizers(claim) == [names.IPCLAIM_FINALIZER]:
+                out.append(claim)
+        return out
+
+    def update_addresses(self, pool: dict) -> bool:
+        """UpdateAddresses for the claims a pool reconcile finds: deleting Metal3 IPClaims released, Cluster API
+        IPAddressClaims answered or released (ipam_capi).  True if any changed."""
+        changed = False
+        for claim in self.releasable_claims(pool):
+            changed |= self.release(claim)
+        served = self.serve_capi_claims(pool)
+        return changed or any("error" not in answer for answer in served.values())
 
     def reconcile_pool(self, pool: dict) -> dict:
         """Finalizer, cluster label and owner, and status.indexes rebuilt from the IPAddresses."""
@@ -138,12 +172,21 @@ class PoolsMixin:
         }
 
     def delete_pool(self, name: str, namespace: str, check: bool = False) -> bool:
-        """Delete a pool with no allocations (upstream waits for 0 allocations; we refuse instead)."""
+        """Delete a pool with no allocations (upstream waits for 0 allocations; we refuse instead).
+
+        As upstream's reconcileDelete, the claims already being deleted let their addresses go first
+        (UpdateAddresses): only the allocations of live claims, or of claims another finalizer holds, stop it.
+        """
         try:
             pool = self.store.get("IPPool", name, namespace)
         except NotFound:
             return False
-        used = self.allocations(pool)
+        if check:
+            going = {meta.name(c) for c in self.claims_to_serve(pool) if meta.is_deleting(c)}
+        else:
+            self.update_addresses(pool)
+            going = set()
+        used = {ip: claim for ip, claim in self.allocations(pool).items() if claim not in going}
         if used:
             raise Invalid(
                 f"{len(used)} address(es) still allocated ({', '.join(sorted(used.values())[:5])}...): "

@@ -22,7 +22,7 @@ import pytest
 import requests
 import yaml
 
-from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
+from ansible_collections.baremetal.capi.plugins.module_utils.store.base import open_store
 from lab import process
 from lab.config import REPO
 from lab.ironic import hosts as lab_hosts
@@ -50,16 +50,18 @@ class Run:
 class E2E:
     """One cluster's inventory, store and playbook runs."""
 
-    def __init__(self, lab, tmp: Path, provider: str, description: dict, extra_vars: dict):
+    def __init__(self, lab, tmp: Path, provider: str, description: dict, extra_vars: dict, store: dict | None = None):
+        """``store``: the description's store option (default: a sqlite store of the test's own)."""
         self.lab, self.tmp, self.provider = lab, tmp, provider
         self.name = description["name"]
         self.ns = description["namespace"]
         self.db = str(tmp / "state.db")
+        self.store_option = store or {"kind": "sqlite", "path": self.db}
         self.kubeconfig = str(tmp / "workload.kubeconfig")
         inv = tmp / "inventory"
         (inv / "host_vars").mkdir(parents=True)
         (inv / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {self.name: None}}}))
-        description = {**description, "store": {"kind": "sqlite", "path": self.db}}
+        description = {**description, "store": self.store_option}
         host_vars = {
             "ansible_connection": "local",
             "capi_cluster": description,
@@ -108,8 +110,8 @@ class E2E:
         return outcome
 
     # -- what is there ---------------------------------------------------------------------------------------
-    def store(self) -> SqliteStore:
-        return SqliteStore(self.db)
+    def store(self):
+        return open_store(self.store_option)
 
     def machines(self) -> dict[str, dict]:
         s = self.store()
@@ -143,6 +145,45 @@ class E2E:
             ready = next((c.status for c in n.status.conditions or [] if c.type == "Ready"), None)
             out[n.metadata.name] = {"providerID": n.spec.provider_id, "ready": ready, "labels": n.metadata.labels}
         return out
+
+
+def metal3_description(name: str, ns: str, endpoint: str, inv: dict, octet: int, hosts: int = 4) -> dict:
+    """A 1 control-plane + 1 worker Metal3 cluster on ``hosts`` fake-hardware lab hosts, addresses from one IPPool
+    (127.0.<octet>.100-120) through ipAddressFromIPPool."""
+    image = inv["images"]["test_image"]
+    image = {k: image[k] for k in ("url", "checksum", "checksumType", "format")}
+    host_list = []
+    for i in range(hosts):
+        mac = f"52:54:00:{int(name[1:3], 16):02x}:{int(name[3:5], 16):02x}:{i:02x}"
+        host_list.append({
+            "name": f"{name}-host-{i}",
+            "spec": {"bmc": {"address": f"fake://{name}-host-{i}"}, "bootMACAddress": mac,
+                     "automatedCleaningMode": "disabled", "inspectionMode": "disabled"},
+            "hardware": {"hostname": f"{name}-host-{i}", "nics": [{"name": "enp1s0", "mac": mac,
+                                                                      "ip": f"127.0.{octet}.{10 + i}"}]},
+        })  # fmt: skip
+    return {
+        "name": name,
+        "namespace": ns,
+        "provider": "metal3",
+        "kubernetes_version": "v1.34.4",
+        "control_plane_endpoint": {"host": endpoint, "port": 6443},
+        "control_plane": {"replicas": 1, "image": image, "automated_cleaning_mode": "disabled"},
+        "workers": [{"name": "md-0", "replicas": 1, "image": image, "automated_cleaning_mode": "disabled"}],
+        "ip_pools": [{"name": f"{name}-prov", "spec": {"namePrefix": f"{name}-prov", "prefix": 24,
+                      "pools": [{"start": f"127.0.{octet}.100", "end": f"127.0.{octet}.120"}]}}],
+        "data_template": {"spec": {
+            "metaData": {"strings": [{"key": "cluster", "value": name}]},
+            "networkData": {
+                "links": {"ethernets": [
+                    {"type": "phy", "id": "enp1s0", "macAddress": {"fromHostInterface": "enp1s0"}}]},
+                "networks": {"ipv4": [{"id": "prov", "link": "enp1s0", "ipAddressFromIPPool": f"{name}-prov"}]},
+            },
+        }},
+        "hosts": host_list,
+        # the user's own user data around what CABPK renders (cluster_machines renders it in its rounds)
+        "kubeadm": {"user_data_template": "$kubeadm_user_data\n# baremetal.capi e2e: $role $namespace/$machine\n"},
+    }  # fmt: skip
 
 
 @pytest.fixture(scope="session")

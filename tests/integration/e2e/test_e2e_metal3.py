@@ -15,46 +15,9 @@ import openstack
 import pytest
 from kubernetes import client as k8s
 
-from .conftest import E2E, free_endpoint, new_names
+from .conftest import E2E, free_endpoint, metal3_description, new_names
 
 pytestmark = pytest.mark.timeout(2400)
-
-
-def _description(name: str, ns: str, endpoint: str, inv: dict, octet: int) -> dict:
-    image = inv["images"]["test_image"]
-    image = {k: image[k] for k in ("url", "checksum", "checksumType", "format")}
-    hosts = []
-    for i in range(4):
-        mac = f"52:54:00:{int(name[1:3], 16):02x}:{int(name[3:5], 16):02x}:{i:02x}"
-        hosts.append({
-            "name": f"{name}-host-{i}",
-            "spec": {"bmc": {"address": f"fake://{name}-host-{i}"}, "bootMACAddress": mac,
-                     "automatedCleaningMode": "disabled", "inspectionMode": "disabled"},
-            "hardware": {"hostname": f"{name}-host-{i}", "nics": [{"name": "enp1s0", "mac": mac,
-                                                                      "ip": f"127.0.{octet}.{10 + i}"}]},
-        })  # fmt: skip
-    return {
-        "name": name,
-        "namespace": ns,
-        "provider": "metal3",
-        "kubernetes_version": "v1.34.4",
-        "control_plane_endpoint": {"host": endpoint, "port": 6443},
-        "control_plane": {"replicas": 1, "image": image, "automated_cleaning_mode": "disabled"},
-        "workers": [{"name": "md-0", "replicas": 1, "image": image, "automated_cleaning_mode": "disabled"}],
-        "ip_pools": [{"name": f"{name}-prov", "spec": {"namePrefix": f"{name}-prov", "prefix": 24,
-                      "pools": [{"start": f"127.0.{octet}.100", "end": f"127.0.{octet}.120"}]}}],
-        "data_template": {"spec": {
-            "metaData": {"strings": [{"key": "cluster", "value": name}]},
-            "networkData": {
-                "links": {"ethernets": [
-                    {"type": "phy", "id": "enp1s0", "macAddress": {"fromHostInterface": "enp1s0"}}]},
-                "networks": {"ipv4": [{"id": "prov", "link": "enp1s0", "ipAddressFromIPPool": f"{name}-prov"}]},
-            },
-        }},
-        "hosts": hosts,
-        # the user's own user data around what CABPK renders (cluster_machines renders it in its rounds)
-        "kubeadm": {"user_data_template": "$kubeadm_user_data\n# baremetal.capi e2e: $role $namespace/$machine\n"},
-    }  # fmt: skip
 
 
 APPS = "apps"
@@ -127,7 +90,7 @@ def test_metal3_provision_rerun_scale_kill_deprovision(e2e_lab, ironic_inventory
     inv = ironic_inventory
     name, ns = new_names("m")
     octet = random.randint(100, 199)
-    desc = _description(name, ns, free_endpoint("127.0.9"), inv, octet)
+    desc = metal3_description(name, ns, free_endpoint("127.0.9"), inv, octet)
     driver = {"ironic_url": inv["ironic"]["url"], "boot_iso": inv["images"]["boot_iso"], "poll": 1}
     e = E2E(e2e_lab, tmp_path, "metal3", desc, {"capi_host_driver_options": driver, "capi_no_log_hosts": False})
     try:

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam import IPAM
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam_capi import CLAIM_KIND
 from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, names
@@ -130,3 +130,49 @@ def test_deleting_claim_releases_its_address(ipam, store):
     # the address is free again, for either kind of claim
     _, _, m3 = ipam.apply_claim(meta.new("IPClaim", "m", NS, spec={"pool": {"name": "p"}}))
     assert m3["spec"]["address"] == "fd00:1::1"
+
+
+def test_deleting_the_pool_first_lets_its_deleting_claims_go(ipam, store):
+    # ip-address-manager's reconcileDelete runs UpdateAddresses before it counts allocations: a claim
+    # already being deleted, held only by IPAM's finalizer, gives its address back and does not stop it
+    apply_pool(ipam)
+    capi_claim(store, "gone")
+    capi_claim(store, "held", finalizers=["keep.example/x"])
+    apply_pool(ipam)
+    _, _, m3 = ipam.apply_claim(meta.new("IPClaim", "m3", NS, spec={"pool": {"name": "p"}}))
+    for kind, name in ((CLAIM_KIND, "gone"), (CLAIM_KIND, "held"), ("IPClaim", "m3")):
+        assert meta.is_deleting(store.delete(kind, name, NS))
+    # "held" is still in use (another finalizer): refused, naming it; check mode says the same, writing nothing
+    for check in (True, False):
+        with pytest.raises(Invalid, match=r"1 address\(es\) still allocated \(held") as refused:
+            ipam.delete_pool("p", NS, check=check)
+        assert refused.value.field == "status.indexes"
+    assert store.get(CLAIM_KIND, "held", NS)["status"]["addressRef"]
+    for kind, name in ((CLAIM_KIND, "gone"), ("IPClaim", "m3"), (kinds.M3_IPADDRESS, meta.name(m3))):
+        with pytest.raises(NotFound):
+            store.get(kind, name, NS)
+    cur = store.get(CLAIM_KIND, "held", NS)
+    meta.remove_finalizer(cur, "keep.example/x")
+    store.update(cur)
+    assert ipam.delete_pool("p", NS, check=True)
+    assert store.get(kinds.CAPI_IPADDRESS, "pfx-fd00-1--2", NS)  # check mode wrote nothing
+    assert ipam.delete_pool("p", NS)
+    for kind in ("IPPool", CLAIM_KIND, kinds.CAPI_IPADDRESS, "IPClaim", kinds.M3_IPADDRESS):
+        assert store.list(kind, NS) == [], kind
+
+
+def test_the_pool_reconcile_lets_deleting_metal3_claims_go(ipam, store):
+    # m3UpdateAddresses: a deleting IPClaim that only IPAM's finalizer holds loses its IPAddress
+    apply_pool(ipam)
+    _, _, addr = ipam.apply_claim(meta.new("IPClaim", "m3", NS, spec={"pool": {"name": "p"}}))
+    _, _, kept = ipam.apply_claim(
+        meta.new("IPClaim", "kept", NS, spec={"pool": {"name": "p"}}, finalizers=["keep.example/x"])
+    )
+    store.delete("IPClaim", "m3", NS)
+    store.delete("IPClaim", "kept", NS)
+    apply_pool(ipam)
+    for kind, name in (("IPClaim", "m3"), (kinds.M3_IPADDRESS, meta.name(addr))):
+        with pytest.raises(NotFound):
+            store.get(kind, name, NS)
+    assert store.get(kinds.M3_IPADDRESS, meta.name(kept), NS)
+    assert store.get("IPPool", "p", NS)["status"]["indexes"] == {"kept": kept["spec"]["address"]}

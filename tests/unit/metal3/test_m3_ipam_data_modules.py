@@ -45,6 +45,30 @@ def test_ippool_present_idempotent_check_and_absent(run, store):
     assert run(ippool, dict(name="p", namespace=NS, state="absent"))["changed"] is False
 
 
+def test_ippool_reports_the_claims_it_answers_and_releases(run, store):
+    # a Cluster API claim of the pool: answering it, and letting it go once deleted, are this task's changes
+    run(ippool, POOL)
+    claim_kind = f"IPAddressClaim.{kinds.CAPI_IPAM_GROUP}"
+    ref = {"apiGroup": "ipam.metal3.io", "kind": "IPPool", "name": "p"}
+    store.create({"apiVersion": "ipam.cluster.x-k8s.io/v1beta2", "kind": "IPAddressClaim",
+                  "metadata": {"name": "vip", "namespace": NS}, "spec": {"poolRef": ref}})  # fmt: skip
+    assert run(ippool, POOL, check=True)["changed"]
+    assert not store.get(claim_kind, "vip", NS).get("status")
+    answered = run(ippool, POOL)
+    assert answered["changed"] and answered["object"]["status"]["indexes"] == {"vip": "10.0.0.1"}
+    assert store.get(claim_kind, "vip", NS)["status"]["addressRef"] == {"name": "p-10-0-0-1"}
+    assert run(ippool, POOL)["changed"] is False
+    assert run(ippool, POOL, check=True)["changed"] is False
+
+    store.delete(claim_kind, "vip", NS)  # IPAM's finalizer keeps it until the pool lets it go
+    assert run(ippool, POOL, check=True)["changed"]
+    assert store.list(kinds.CAPI_IPADDRESS, NS)
+    released = run(ippool, POOL)
+    assert released["changed"] and "indexes" not in released["object"]["status"]
+    assert store.list(claim_kind, NS) == [] and store.list(kinds.CAPI_IPADDRESS, NS) == []
+    assert run(ippool, POOL)["changed"] is False
+
+
 def test_ippool_duplicate_preallocation_fails_before_writing(run, store):
     spec = dict(POOL["spec"], preAllocations={"a": "10.0.0.2", "b": "10.0.0.2"})
     result = run(ippool, dict(POOL, spec=spec))
