@@ -5,9 +5,6 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST := $(PY) -m pytest
-# Stores the store-contract and module suites run against in `make unit`;
-# `make integration` runs them again against the lab's real kube-apiserver.
-export BMCAPI_STORES ?= sqlite
 
 .PHONY: help venv cloud-init test lint sanity unit integration e2e lifecycle molecule demo lab-up lab-down lab-status lab-reset bench clean
 

@@ -1,0 +1,3 @@
+"""tests/unit/modules/test_object.py on the kubernetes store (this folder's conftest)."""
+
+from tests.unit.modules.test_object import *  # noqa: F403 - the same tests, collected here with the kubernetes fixtures
