@@ -18,8 +18,8 @@ description:
   - With O(apply), also applies them once the Cluster's control plane is initialized, as the ClusterResourceSet
     controller does - C(ApplyOnce) creates each object once and never touches it again, C(Reconcile) server-side
     applies a resource again whenever its hash changes - and records what was applied, with the hashes, in the
-    ClusterResourceSetBinding named like the Cluster. The converge rounds of M(baremetal.capi.cluster_machines)
-    apply them too, as soon as the workload API answers, so a CNI add-on lets the Nodes become Ready.
+    ClusterResourceSetBinding named like the Cluster. The converge loop of M(baremetal.capi.cluster_machines)
+    applies them too, as soon as the workload API answers, so a CNI add-on lets the Nodes become Ready.
 author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:

@@ -23,7 +23,7 @@ description:
     unhealthy Machine gets its remediation, cloned from the template and named like the Machine, which
     M(baremetal.capi.metal3_remediation) / M(baremetal.capi.maas_remediation) then run; without one the Machine gets
     C(OwnerRemediated=False) (C(WaitingForRemediation)) and its owner acts on the next
-    M(baremetal.capi.cluster_machines) round - a MachineSet deletes and replaces it within its MachineDeployment's
+    M(baremetal.capi.cluster_machines) run - a MachineSet deletes and replaces it within its MachineDeployment's
     C(spec.remediation.maxInFlight), a KubeadmControlPlane decides through its remediation guards.
   - The Nodes are read through the C(<cluster>-kubeconfig) Secret (or O(workload_kubeconfig)); a workload API that
     cannot be reached leaves its Machines unjudged.

@@ -2,7 +2,7 @@
 
 The lab's kubelets keep their Node NotReady ("cni plugin not initialized") until a CNI DaemonSet runs on it,
 so every flow that waits for Ready Nodes applies this add-on: through the cluster description (``ADDON``),
-through the store for flows that drive the engine (``add_to_store``: the converge rounds apply it once the
+through the store for flows that drive the engine (``add_to_store``: the converge loop applies it once the
 workload API answers), or straight to a workload API that no Cluster object describes (``apply``).
 """
 

@@ -16,7 +16,7 @@ Upstream ``exp/addons/internal/controllers`` (clusterresourceset_controller.go, 
 * a ClusterResourceSet that is deleted or no longer selects the Cluster leaves its binding entry (and what it
   applied stays in the workload cluster, as upstream); ``ResourcesApplied`` on the set reports the outcome.
 
-``reconcile_cluster`` is the converge rounds' hook; ``reconcile`` the whole report the module returns.
+``reconcile_cluster`` is the converge loop's hook (its cluster item); ``reconcile`` the whole report the module returns.
 """
 
 from __future__ import annotations
@@ -331,7 +331,7 @@ def _set_condition(store, crs: dict, failures: list, clock, check: bool) -> None
 
 
 def reconcile_cluster(store, cluster: dict, *, workload=None, clock=None, check: bool = False) -> bool:
-    """The converge rounds' hook: apply what is due once the workload API answers; True if anything changed."""
+    """The converge loop's hook (its cluster item): apply what is due once the workload API answers; True if changed."""
     try:
         if workload is None or not store.list("ClusterResourceSet", meta.namespace(cluster)):
             return False
@@ -342,4 +342,4 @@ def reconcile_cluster(store, cluster: dict, *, workload=None, clock=None, check:
     except Invalid:
         raise
     except CapiError:
-        return False  # the workload API went away mid-round: the next round tries again
+        return False  # the workload API went away mid-step: the next step tries again

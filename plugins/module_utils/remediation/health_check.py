@@ -224,7 +224,7 @@ def _write_status(store, mhc: dict, status: dict, allowed: bool, why: str, check
 
 
 def reconcile_cluster(store, cluster: dict, *, workload=None, nodes=None, clock=None, check: bool = False) -> bool:
-    """Every MachineHealthCheck of ``cluster`` (the converge loop runs them each round); True if anything changed.
+    """Every MachineHealthCheck of ``cluster`` (the converge loop's cluster item runs them); True if anything changed.
 
     Only what needs no host driver happens here: conditions, owner remediation, remediation requests.
     """
@@ -243,5 +243,5 @@ def reconcile_cluster(store, cluster: dict, *, workload=None, nodes=None, clock=
         except Invalid:
             raise
         except CapiError:
-            continue  # the workload API is not answering: nothing is judged this round (as upstream)
+            continue  # the workload API is not answering: nothing is judged this step (as upstream)
     return changed

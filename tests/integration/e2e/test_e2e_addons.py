@@ -2,7 +2,7 @@
 
 A new cluster without a CNI: provision_cluster.yml takes every Machine to Running with its Node registered,
 and the Nodes stay NotReady with the kubelet's own reason ("cni plugin not initialized", the progress lines
-saying "network not ready"); the CNI add-on written meanwhile is applied by the running converge rounds, the
+saying "network not ready"); the CNI add-on written meanwhile is applied by the running converge loop, the
 Nodes become Ready and the run finishes.  Then ApplyOnce applies a changed manifest never again, Reconcile
 applies it again (the ClusterResourceSetBinding's hash follows), and an add-on removed from the description
 is no longer reconciled.

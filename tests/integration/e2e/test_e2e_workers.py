@@ -6,7 +6,7 @@ never leave [replicas - maxUnavailable, replicas + maxSurge] and the available o
 MachineSet counts them) never drop below replicas - maxUnavailable; every Machine is replaced.
 
 Then a MachineHealthCheck without a remediation template (``unhealthyLessThanOrEqualTo: 1``): one worker whose
-kubelet stops is marked, deleted and replaced by its MachineSet in the converge rounds; two at once are
+kubelet stops is marked, deleted and replaced by its MachineSet in the converge loop; two at once are
 short-circuited - nothing is touched and the MachineHealthCheck says why.
 """
 
@@ -154,7 +154,7 @@ def _health_check(e: E2E, name: str, ns: str, tmp_path) -> None:
                 pytest.fail(f"{what}: not after {patience}s")
             time.sleep(1)
 
-    # one of three unhealthy: marked, deleted and replaced by its MachineSet in the converge rounds
+    # one of three unhealthy: marked, deleted and replaced by its MachineSet in the converge loop
     (sick, *_rest) = sorted(_workers(e), key=meta.name)
     nodesim.stop_kubelet(e.lab.cfg, node_of(sick), cluster=cluster_endpoint)
     wait(f"{node_of(sick)} Unknown", lambda: unknown(node_of(sick)))

@@ -147,8 +147,8 @@ ROLES = {
     "addons": (
         "The cluster's add-ons (ClusterResourceSets), a CNI among them",
         "Runs M(baremetal.capi.cluster_addons) for the description's C(addons): a ClusterResourceSet per add-on "
-        "(its manifests in a ConfigMap), those of add-ons no longer described removed. The converge rounds of the "
-        "C(baremetal.capi.machines) role apply them once the workload API answers.",
+        "(its manifests in a ConfigMap), those of add-ons no longer described removed. The converge loop of the "
+        "C(baremetal.capi.machines) role applies them once the workload API answers.",
         {
             "capi_addons_dir": {
                 "description": "Where relative manifest paths are taken from (default the inventory directory).",
