@@ -237,7 +237,10 @@ class Converger:
 
     def machine_row(self, machine: dict, nodes) -> dict:
         """The Machine's row as it is now (``nodes``: a dict, or a callable giving it); Deleted once it is gone."""
-        current = refs.get_or_none(self.store, "Machine", meta.name(machine), self.ns)
+        return self.row_of(machine, refs.get_or_none(self.store, "Machine", meta.name(machine), self.ns), nodes)
+
+    def row_of(self, machine: dict, current: dict | None, nodes) -> dict:
+        """The row of ``current``, the Machine as just read (None: gone, Deleted)."""
         if current is None:
             return {
                 "machine": meta.name(machine),
@@ -248,6 +251,7 @@ class Converger:
                 "providerID": None,
                 "node": None,
                 "nodeReady": None,
+                "nodeNotReady": None,
             }
         if callable(nodes):
             nodes = nodes() if (current.get("status") or {}).get("nodeRef") else None
@@ -345,8 +349,14 @@ class _Loop:
                 res = self.conv.machine_step(current)
             except Requeue as exc:  # the row is still wanted: what the machine waits for
                 res = runner.Step(done=False, message=exc.message, requeue_after=exc.after)
-            r = self.conv.machine_row(current, self.nodes)
-            done = r["state"] == "Deleted" or (res.done and r["state"] == "Running" and bool(r["nodeReady"]))
+            current = refs.get_or_none(self.conv.store, "Machine", name, self.conv.ns)
+            r = self.conv.row_of(machine, current, self.nodes)
+            # Done once the Node is Ready and the Machine says so: a Node that turned Ready (its CNI came up)
+            # after this step read it is recorded by the next step, not left to the next run.
+            recorded = current is not None and conditions.is_true(current, names.NODE_READY)
+            done = r["state"] == "Deleted" or (
+                res.done and r["state"] == "Running" and bool(r["nodeReady"]) and recorded
+            )
             return runner.Step(done=done, changed=res.changed, message=res.message, requeue_after=res.requeue_after,
                                data={"row": r})  # fmt: skip
 
