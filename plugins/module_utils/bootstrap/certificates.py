@@ -26,7 +26,7 @@ import ssl
 
 from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import pki
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, NotFound
-from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
+from ansible_collections.baremetal.capi.plugins.module_utils.model import convert, meta, names
 
 try:
     from cryptography import x509
@@ -154,9 +154,8 @@ def _validity(config: dict) -> datetime.timedelta:
     period = cc.get("certificateValidityPeriod")
     if not period:
         return KUBEADM_CERT_VALIDITY
-    from ansible_collections.baremetal.capi.plugins.module_utils.capi.kcp_remediation import go_duration_seconds
-
-    return datetime.timedelta(seconds=go_duration_seconds(period)) or KUBEADM_CERT_VALIDITY
+    seconds = convert.duration_seconds(period, meta.ref(config), "spec.clusterConfiguration.certificateValidityPeriod")
+    return datetime.timedelta(seconds=seconds) or KUBEADM_CERT_VALIDITY
 
 
 def machine_certificates_expiry(store, config: dict, machine: dict, cluster: dict, probe=serving_cert_expiry):

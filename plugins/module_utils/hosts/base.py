@@ -92,6 +92,15 @@ class HostDriver(Protocol):
 # -- reading a BareMetalHost (shared by every driver and by callers) -----------
 
 
+def read(store, bmh: dict) -> dict | None:
+    """The BareMetalHost as stored now, or None once it is gone."""
+    ns, name = key(bmh)
+    try:
+        return store.get(KIND, name, ns)
+    except NotFound:
+        return None
+
+
 def key(bmh) -> tuple[str, str]:
     """(namespace, name) of a BareMetalHost dict or tuple."""
     if isinstance(bmh, (tuple, list)):

@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import threading
 
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base, ironic_actions, transient
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic_context import NOW, Ctx, node_name  # noqa: F401 (the driver's vocabulary)
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
@@ -111,15 +111,8 @@ class IronicDriver:
         return min(self.poll * 2 ** max(count, 1), 120.0)
 
     # -- the contract ------------------------------------------------------------
-    def _read(self, store, bmh):
-        ns, name = base.key(bmh)
-        try:
-            return store.get(base.KIND, name, ns)
-        except NotFound:
-            return None
-
     def reconcile(self, store, bmh) -> Step:
-        host = self._read(store, bmh)
+        host = base.read(store, bmh)
         if host is None:
             return Step(done=True, message="host is gone", data={"host": base.summary(None)})
         if base.paused(host):
@@ -190,7 +183,7 @@ class IronicDriver:
         )
 
     def delete(self, store, bmh) -> Step:
-        host = self._read(store, bmh)
+        host = base.read(store, bmh)
         if host is None:
             return Step(done=True, message="host is gone", data={"host": base.summary(None)})
         changed = False
@@ -202,9 +195,9 @@ class IronicDriver:
         step = self.reconcile(store, host)
         step.changed = step.changed or changed
         if not step.done:
-            step.done = self._read(store, host) is None
+            step.done = base.read(store, host) is None
         return step
 
     def hardware(self, store, bmh) -> dict | None:
-        host = self._read(store, bmh)
+        host = base.read(store, bmh)
         return base.hardware_of(store, host) if host else None

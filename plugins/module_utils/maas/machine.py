@@ -28,7 +28,14 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     NotFound,
     Requeue,
 )
-from ansible_collections.baremetal.capi.plugins.module_utils.maas import dns, lxd, machine_delete, network, state
+from ansible_collections.baremetal.capi.plugins.module_utils.maas import constraints as maas_constraints
+from ansible_collections.baremetal.capi.plugins.module_utils.maas import (
+    dns,
+    lxd,
+    machine_delete,
+    network,
+    state,
+)
 from ansible_collections.baremetal.capi.plugins.module_utils.maas.client import MaasConflict, MaasError
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
@@ -157,7 +164,7 @@ class MachineManager:
     # -- allocate ----------------------------------------------------------------------
 
     def _allocate(self, mm: dict, after: dict, machine: dict, check: bool) -> Step:
-        constraints = state.allocate_constraints(after, machine, self.not_tags)
+        constraints = maas_constraints.allocate_constraints(after, machine, self.not_tags)
         network.check(after)  # a bad staticIP is refused before a machine is taken
         if lxd.enabled(after):
             vm = lxd.ensure_vm(self.client, after, machine, check=check)
