@@ -36,7 +36,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.capi import workloa
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, NotFound, Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.remediation import health_check
-from ansible_collections.baremetal.capi.plugins.module_utils.store import retry
+from ansible_collections.baremetal.capi.plugins.module_utils.store import mutate as rmw
 
 CONTROL_PLANE_INITIALIZED = "ControlPlaneInitialized"
 
@@ -62,7 +62,7 @@ def _mark_initialized(store, cluster: dict, machines: list[dict], check: bool) -
         return True
 
     try:
-        cluster = retry.mutate(store, "Cluster", meta.name(cluster), meta.namespace(cluster), initialized, status=True)
+        cluster = rmw.mutate(store, "Cluster", meta.name(cluster), meta.namespace(cluster), initialized, status=True)
     except Requeue:  # others keep writing the Cluster: the next round marks it
         return cluster, False
     kubeadm.release_init_lock(store, cluster)

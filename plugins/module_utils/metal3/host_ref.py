@@ -10,7 +10,7 @@ from __future__ import annotations
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base as hosts
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
-from ansible_collections.baremetal.capi.plugins.module_utils.store import retry
+from ansible_collections.baremetal.capi.plugins.module_utils.store import mutate as rmw
 
 
 def associated_host(store, m3m: dict) -> dict | None:
@@ -24,4 +24,4 @@ def associated_host(store, m3m: dict) -> dict | None:
 def mutate_host(store, host: dict, change) -> dict:
     """Re-read, ``change(host) -> bool``, write; retried on Conflict (the host driver writes status meanwhile)."""
     ns, name = hosts.key(host)
-    return retry.mutate(store, hosts.KIND, name, ns, change)
+    return rmw.mutate(store, hosts.KIND, name, ns, change)

@@ -23,12 +23,12 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import Reque
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base as hosts
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.remediation import common
-from ansible_collections.baremetal.capi.plugins.module_utils.store import retry
+from ansible_collections.baremetal.capi.plugins.module_utils.store import mutate as rmw
 
 
 def _mutate(store, kind: str, obj: dict, change) -> dict:
     """Re-read, ``change(obj) -> bool``, write metadata/spec (others write status)."""
-    return retry.mutate(store, kind, meta.name(obj), meta.namespace(obj), change)
+    return rmw.mutate(store, kind, meta.name(obj), meta.namespace(obj), change)
 
 
 def _set_annotation(key: str, value: str | None):
