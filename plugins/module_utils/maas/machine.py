@@ -72,6 +72,8 @@ def forget(after: dict) -> None:
 class MachineManager:
     """Reconciles MaasMachines against a store, a MAAS client and the workload clusters."""
 
+    KIND = KIND
+
     def __init__(
         self, store, client, *, workload_kubeconfig=None, disable_swap=True, not_tags=(), subnets=None, clock=None
     ):

@@ -53,6 +53,8 @@ def _error_of(host: dict) -> tuple:
 class MachineManager:
     """Reconciles Metal3Machines against a store, a host driver and the workload clusters."""
 
+    KIND = KIND
+
     def __init__(
         self,
         store,
