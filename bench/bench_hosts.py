@@ -33,7 +33,7 @@ if not _COLL.exists():
     os.symlink(REPO, _COLL)
 
 from ansible_collections.baremetal.capi.plugins.module_utils import runner  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import drivers  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_configdrive as cd  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore  # noqa: E402
 from lab import config, process  # noqa: E402
@@ -83,7 +83,7 @@ def driver_run(url: str, image: dict, n: int, poll: float, workers: int) -> dict
                     "stringData": {"userData": USER_DATA},
                 }
             )
-        driver = base.get_driver("ironic", {"ironic_url": url, "poll": poll})
+        driver = drivers.get_driver("ironic", {"ironic_url": url, "poll": poll})
         keys = [(ns, name) for name in names]
         out = {}
         try:

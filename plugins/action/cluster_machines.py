@@ -19,7 +19,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.baremetal.capi.plugins.filter.cluster_description import progress_line
+from ansible_collections.baremetal.capi.plugins.module_utils.progress import progress_line
 
 display = Display()
 

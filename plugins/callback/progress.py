@@ -23,7 +23,7 @@ requirements:
 
 from ansible.plugins.callback import CallbackBase  # noqa: E402
 
-from ansible_collections.baremetal.capi.plugins.filter.cluster_description import (  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.progress import (  # noqa: E402
     machine_table,
     progress_line,
 )

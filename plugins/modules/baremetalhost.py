@@ -218,7 +218,7 @@ hosts:
     object: {description: The BareMetalHost after the task., type: dict, returned: always}
 """
 
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base, drivers  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import host as bmh  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
 
@@ -275,7 +275,7 @@ def main():
         options = {"poll": p["poll"]}
         if p["host_driver"] == "ironic":
             options.update({k: p[k] for k in ("cloud", "ironic_url", "boot_iso") if p[k]})
-        driver = base.get_driver(p["host_driver"], options)
+        driver = drivers.get_driver(p["host_driver"], options)
         keys, written, befores, predicted = [], {}, {}, {}
         for entry in entries:
             objs = bmh.build(entry, ns_default)

@@ -125,84 +125,7 @@ kubeconfig_server:
   type: str
 """
 
-import os  # noqa: E402
-import socket  # noqa: E402
-
 from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
-
-
-class _Tokens:
-    """The workload cluster's bootstrap tokens; an API that does not answer (yet) is a Requeue, not a failure."""
-
-    def __init__(self, inner, requeue):
-        self.inner, self.requeue = inner, requeue
-
-    def _call(self, fn, *args):
-        try:
-            return fn(*args)
-        except Exception as exc:  # pylint: disable=broad-exception-caught
-            if getattr(exc, "status", None) in (None, 0, 500, 502, 503, 504):
-                raise self.requeue(f"workload API unreachable: {type(exc).__name__}", after=5) from None
-            raise
-
-    def create(self, secret):
-        return self._call(self.inner.create, secret)
-
-    def expiration(self, token_id):
-        return self._call(self.inner.expiration, token_id)
-
-    def set_expiration(self, token_id, expiration):
-        return self._call(self.inner.set_expiration, token_id, expiration)
-
-
-def _reachable(address: str, port: int) -> bool:
-    try:
-        with socket.create_connection((address, port), timeout=2):
-            return True
-    except OSError:
-        return False
-
-
-def _server_for(kubeconfig: dict, p) -> str | None:
-    current = kubeconfig["clusters"][0]["cluster"]["server"]
-    if p["kubeconfig_server"]:
-        return p["kubeconfig_server"]
-    port = int(current.rsplit(":", 1)[1]) if current.count(":") >= 2 else 443
-    for address in p["endpoint_addresses"]:
-        if _reachable(address, port):
-            return f"https://{address}:{port}"
-    return current
-
-
-def _write_kubeconfig(module, store, ns):
-    import yaml
-
-    from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
-    from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound
-
-    p = module.params
-    try:
-        text = wl.kubeconfig_from_store(store, p["cluster"], ns)
-    except NotFound:
-        return False, None
-    kubeconfig = yaml.safe_load(text)
-    server = _server_for(kubeconfig, p)
-    kubeconfig["clusters"][0]["cluster"]["server"] = server
-    out = yaml.safe_dump(kubeconfig, default_flow_style=False)
-    dest = p["kubeconfig_dest"]  # type=path: already expanded
-    try:
-        with open(dest, encoding="utf-8") as fh:
-            if fh.read() == out:
-                return False, server
-    except OSError:
-        pass
-    if not module.check_mode:
-        os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
-        fd = os.open(dest + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(out)
-        os.replace(dest + ".tmp", dest)
-    return True, server
 
 
 def main():
@@ -223,12 +146,9 @@ def main():
     ns = p["namespace"] or module.namespace
     check = module.check_mode
     with module.errors():
+        from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import cluster as bootstrap
         from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import kubeadm
-        from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap.tokens import WorkloadTokens
-        from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
-        from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
-        from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound, Requeue
-        from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
+        from ansible_collections.baremetal.capi.plugins.module_utils.model import names
 
         store = module.store
         cluster = store.get("Cluster", p["cluster"], ns)
@@ -238,40 +158,23 @@ def main():
         if kubeadm.endpoint(cluster) is not None:
             changed |= kubeadm.ensure_kubeconfig(store, cluster, certs["ca"], check_mode=check)
             kubeconfig_secret = p["cluster"] + names.KUBECONFIG_SECRET_SUFFIX
-
-        tokens = None
-        if kubeadm.control_plane_initialized(cluster):
-            try:
-                core = wl.client_for(store, p["cluster"], ns, p["workload_kubeconfig"]).core_v1()
-                tokens = _Tokens(WorkloadTokens(core), Requeue)
-            except NotFound:
-                tokens = None
-        template = kubeadm.user_data_template(p["user_data_template"])
-        configs = []
-        for machine in store.list("Machine", ns, {"matchLabels": {names.CLUSTER_NAME_LABEL: p["cluster"]}}):
-            if meta.is_deleting(machine):
-                continue
-            ref = ((machine.get("spec") or {}).get("bootstrap") or {}).get("configRef")
-            config = refs.get_ref(store, ref, ns) if ref else None
-            if config is None or config.get("kind") != "KubeadmConfig":
-                continue
-            entry = {"name": meta.name(config), "machine": meta.name(machine), "bootstrap": None, "changed": False}
-            try:
-                step = kubeadm.reconcile_config(
-                    store, config, tokens=tokens, token_ttl=p["token_ttl"], user_data_template=template,
-                    check_mode=check,
-                )  # fmt: skip
-                entry.update(changed=step.changed, message=step.message, bootstrap=(step.data or {}).get("bootstrap"))
-            except Requeue as exc:
-                entry["message"] = exc.message
-            changed |= entry["changed"]
-            configs.append(entry)
-
+        configs = bootstrap.reconcile_configs(
+            store,
+            cluster,
+            store.list("Machine", ns, {"matchLabels": {names.CLUSTER_NAME_LABEL: p["cluster"]}}),
+            tokens=bootstrap.workload_tokens(store, cluster, p["workload_kubeconfig"]),
+            token_ttl=p["token_ttl"],
+            check=check,
+            template=kubeadm.user_data_template(p["user_data_template"]),
+        )
+        changed |= any(c["changed"] for c in configs)
         result = dict(configs=configs, certificates_created=certs_created, kubeconfig_secret=kubeconfig_secret)
         if p["kubeconfig_dest"] and kubeconfig_secret:
-            wrote, server = _write_kubeconfig(module, store, ns)
+            wrote, result["kubeconfig_server"] = bootstrap.write_kubeconfig(
+                store, p["cluster"], ns, p["kubeconfig_dest"], server=p["kubeconfig_server"],
+                endpoint_addresses=p["endpoint_addresses"], check=check,
+            )  # fmt: skip
             changed |= wrote
-            result["kubeconfig_server"] = server
     module.exit(changed, **result)
 
 

@@ -195,7 +195,7 @@ def main():
     p = module.params
     ns = p["namespace"] or module.namespace
     with module.errors():
-        from ansible_collections.baremetal.capi.plugins.module_utils.hosts.base import get_driver
+        from ansible_collections.baremetal.capi.plugins.module_utils.hosts.drivers import get_driver
         from ansible_collections.baremetal.capi.plugins.module_utils.metal3.machine import MachineManager
 
         store = module.store

@@ -109,7 +109,7 @@ def describe(store, m3m: dict) -> dict:
     from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import certificates
     from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
     from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base as hosts
-    from ansible_collections.baremetal.capi.plugins.module_utils.metal3.machine import associated_host
+    from ansible_collections.baremetal.capi.plugins.module_utils.metal3.host_ref import associated_host
 
     ns = m3m["metadata"]["namespace"]
     host = associated_host(store, m3m)

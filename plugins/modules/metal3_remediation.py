@@ -204,7 +204,7 @@ def main():
     )
     p = module.params
     with module.errors():
-        from ansible_collections.baremetal.capi.plugins.module_utils.hosts.base import get_driver
+        from ansible_collections.baremetal.capi.plugins.module_utils.hosts.drivers import get_driver
         from ansible_collections.baremetal.capi.plugins.module_utils.remediation.targets import Metal3Target
 
         driver = get_driver(p["host_driver"], p["host_driver_options"])

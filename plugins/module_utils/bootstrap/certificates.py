@@ -25,8 +25,9 @@ import socket
 import ssl
 
 from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import pki
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, NotFound
-from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, NotFound, Requeue
+from ansible_collections.baremetal.capi.plugins.module_utils.model import convert, meta, names
+from ansible_collections.baremetal.capi.plugins.module_utils.store import mutate as rmw
 
 try:
     from cryptography import x509
@@ -154,9 +155,8 @@ def _validity(config: dict) -> datetime.timedelta:
     period = cc.get("certificateValidityPeriod")
     if not period:
         return KUBEADM_CERT_VALIDITY
-    from ansible_collections.baremetal.capi.plugins.module_utils.capi.kcp_remediation import go_duration_seconds
-
-    return datetime.timedelta(seconds=go_duration_seconds(period)) or KUBEADM_CERT_VALIDITY
+    seconds = convert.duration_seconds(period, meta.ref(config), "spec.clusterConfiguration.certificateValidityPeriod")
+    return datetime.timedelta(seconds=seconds) or KUBEADM_CERT_VALIDITY
 
 
 def machine_certificates_expiry(store, config: dict, machine: dict, cluster: dict, probe=serving_cert_expiry):
@@ -195,18 +195,22 @@ def annotate_certificates_expiry(store, config: dict, machine: dict, cluster: di
         return False
     if check:
         return True
-    for _attempt in range(5):
-        config.setdefault("metadata", {}).setdefault("annotations", {})[names.CERTIFICATES_EXPIRY_ANNOTATION] = rfc3339(
-            expiry
-        )
-        try:
-            store.update(config)
-            return True
-        except Conflict:
-            config = store.get("KubeadmConfig", meta.name(config), meta.namespace(config))
-            if names.CERTIFICATES_EXPIRY_ANNOTATION in meta.annotations(config):
-                return False
-    return False
+    stamp, wrote = rfc3339(expiry), []
+
+    def annotate(obj: dict) -> bool:
+        wrote.clear()  # only the attempt that is written counts
+        annotations = obj["metadata"].setdefault("annotations", {})
+        if names.CERTIFICATES_EXPIRY_ANNOTATION in annotations:  # written by another run meanwhile
+            return False
+        annotations[names.CERTIFICATES_EXPIRY_ANNOTATION] = stamp
+        wrote.append(True)
+        return True
+
+    try:
+        rmw.mutate(store, "KubeadmConfig", meta.name(config), meta.namespace(config), annotate)
+    except Requeue:  # the config keeps changing: the next round writes it
+        return False
+    return bool(wrote)
 
 
 def machine_expiry(store, machine: dict) -> str | None:

@@ -33,7 +33,10 @@ class WorkloadTokens:
         def call(*args):
             try:
                 return fn(*args)
-            except ApiException:
+            except ApiException as exc:
+                # a workload API whose etcd or apiserver is not (yet) serving answers 5xx
+                if getattr(exc, "status", None) in (0, 500, 502, 503, 504):
+                    raise Requeue(f"workload API unreachable: HTTP {exc.status}", after=5) from None
                 raise
             except Exception as exc:  # urllib3 connection / name resolution errors
                 raise Requeue(f"workload API unreachable: {type(exc).__name__}", after=5) from None

@@ -23,20 +23,20 @@ anywhere, the next run picks up from the store.
 
 from __future__ import annotations
 
-import copy
 import threading
 import time
 
 from ansible_collections.baremetal.capi.plugins.module_utils import runner
 from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import certificates, kubeadm
-from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap.tokens import WorkloadTokens
+from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import cluster as bootstrap_cluster
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import addons, control_plane, deployment, refs
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import cluster as capi_cluster
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import machine as capi_machine
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Conflict, NotFound, Requeue
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, NotFound, Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.remediation import health_check
+from ansible_collections.baremetal.capi.plugins.module_utils.store import mutate as rmw
 
 CONTROL_PLANE_INITIALIZED = "ControlPlaneInitialized"
 
@@ -53,57 +53,20 @@ def _mark_initialized(store, cluster: dict, machines: list[dict], check: bool) -
         return cluster, False
     if check:
         return cluster, True
-    for _attempt in range(10):
-        after = copy.deepcopy(cluster)
-        after.setdefault("status", {}).setdefault("initialization", {})["controlPlaneInitialized"] = True
-        conditions.set_condition(after, CONTROL_PLANE_INITIALIZED, True, "Initialized")
-        try:
-            cluster = store.update_status(after)
-            kubeadm.release_init_lock(store, cluster)
-            return cluster, True
-        except Conflict:
-            cluster = store.get("Cluster", meta.name(cluster), meta.namespace(cluster))
-    return cluster, False
 
+    def initialized(c: dict) -> bool:
+        if kubeadm.control_plane_initialized(c):
+            return False
+        c.setdefault("status", {}).setdefault("initialization", {})["controlPlaneInitialized"] = True
+        conditions.set_condition(c, CONTROL_PLANE_INITIALIZED, True, "Initialized")
+        return True
 
-def _tokens(store, cluster: dict, kubeconfig: str | None):
-    if not kubeadm.control_plane_initialized(cluster):
-        return None
     try:
-        client = wl.client_for(store, meta.name(cluster), meta.namespace(cluster), kubeconfig)
-    except NotFound:
-        return None
-    return WorkloadTokens(client.core_v1())
-
-
-def _bootstrap(store, cluster: dict, machines: list[dict], tokens, token_ttl: int, check: bool, template=None):
-    ns = meta.namespace(cluster)
-    out = {}
-    for machine in machines:
-        if meta.is_deleting(machine):
-            continue
-        ref = (machine.get("spec") or {}).get("bootstrap", {}).get("configRef")
-        if not ref or ref.get("kind") != "KubeadmConfig":
-            continue
-        # The Machine controller first owns its bootstrap config (CABPK finds its Machine by that owner).
-        config = refs.take_ownership(store, machine, ref, check=check)
-        if config is None:
-            continue
-        try:
-            step = kubeadm.reconcile_config(
-                store, config, tokens=tokens, token_ttl=token_ttl, check_mode=check, user_data_template=template
-            )
-            out[meta.name(machine)] = step.message
-        except Requeue as exc:
-            out[meta.name(machine)] = exc.message
-            continue
-        # ... and copies status.dataSecretName once the data exists, so the provider can use it this round.
-        if not check and not capi_machine.bootstrap_ready(machine):
-            fresh = store.get("Machine", meta.name(machine), ns)
-            after = copy.deepcopy(fresh)
-            if capi_machine.apply_bootstrap(after, store.get("KubeadmConfig", meta.name(config), ns)):
-                refs.write(store, fresh, after)
-    return out
+        cluster = rmw.mutate(store, "Cluster", meta.name(cluster), meta.namespace(cluster), initialized, status=True)
+    except Requeue:  # others keep writing the Cluster: the next round marks it
+        return cluster, False
+    kubeadm.release_init_lock(store, cluster)
+    return cluster, True
 
 
 def row(store, machine: dict, infra_kind: str, nodes: dict | None) -> dict:
@@ -211,15 +174,16 @@ class Converger:
         cluster, init_changed = _mark_initialized(store, cluster, machines, check)
         changed |= init_changed
         changed |= addons.reconcile_cluster(store, cluster, workload=self._client(), check=check)
-        boot = _bootstrap(
+        configs = bootstrap_cluster.reconcile_configs(
             store,
             cluster,
             machines,
-            _tokens(store, cluster, self.kubeconfig),
-            self.token_ttl,
-            check,
-            self.user_data_template,
+            tokens=bootstrap_cluster.workload_tokens(store, cluster, self.kubeconfig),
+            token_ttl=self.token_ttl,
+            check=check,
+            template=self.user_data_template,
         )
+        boot = {c["machine"]: c.get("message") for c in configs}
         return {"changed": changed, "done": topo_done, "messages": messages, "boot": boot, "machines": machines}
 
     def machine_step(self, machine: dict, check: bool = False) -> runner.Step:

@@ -44,7 +44,7 @@ def control_plane_deployed(rows: list[dict]) -> bool:
 
 def _manager(params: dict, provider: str, store, maas_options):
     if provider == "metal3":
-        from ansible_collections.baremetal.capi.plugins.module_utils.hosts.base import get_driver
+        from ansible_collections.baremetal.capi.plugins.module_utils.hosts.drivers import get_driver
         from ansible_collections.baremetal.capi.plugins.module_utils.metal3.machine import MachineManager
 
         driver = get_driver(params["host_driver"], params["host_driver_options"])

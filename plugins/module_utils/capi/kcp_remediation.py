@@ -39,11 +39,10 @@ from __future__ import annotations
 import copy
 import datetime
 import json
-import re
 from dataclasses import dataclass, field
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, Invalid, NotFound
-from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
+from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, convert, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 
 MSG_REPLICAS = "KubeadmControlPlane can't remediate if current replicas are less or equal to 1"
@@ -90,16 +89,6 @@ def _parse(value: str | None) -> datetime.datetime | None:
         return None
 
 
-def go_duration_seconds(duration) -> int:
-    """A Go duration ("20m", "1h30m", "90s") or a number of seconds."""
-    if isinstance(duration, (int, float)):
-        return int(duration)
-    total = 0.0
-    for number, unit in re.findall(r"([0-9.]+)(h|ms|m|s)", str(duration or "")):
-        total += float(number) * {"h": 3600, "m": 60, "s": 1, "ms": 0.001}[unit]
-    return int(total)
-
-
 def strategy(kcp: dict) -> dict:
     """(maxRetry or None, retryPeriod s, minHealthyPeriod s) from v1beta2 ``spec.remediation``; v1beta1's
     ``spec.remediationStrategy`` (durations) is read too."""
@@ -107,16 +96,17 @@ def strategy(kcp: dict) -> dict:
     new = spec.get("remediation") or {}
     old = spec.get("remediationStrategy") or {}
     max_retry = new.get("maxRetry", old.get("maxRetry"))
+    where = meta.ref(kcp)
     retry = new.get("retryPeriodSeconds")
     if retry is None:
-        retry = go_duration_seconds(old.get("retryPeriod")) if old.get("retryPeriod") else 0
+        period = old.get("retryPeriod")
+        retry = convert.duration_seconds(period, where, "spec.remediationStrategy.retryPeriod") if period else 0
     healthy = new.get("minHealthyPeriodSeconds")
     if healthy is None:
-        healthy = (
-            go_duration_seconds(old["minHealthyPeriod"])
-            if old.get("minHealthyPeriod")
-            else names.KCP_DEFAULT_MIN_HEALTHY_PERIOD_SECONDS
-        )
+        period = old.get("minHealthyPeriod")
+        healthy = names.KCP_DEFAULT_MIN_HEALTHY_PERIOD_SECONDS
+        if period:
+            healthy = convert.duration_seconds(period, where, "spec.remediationStrategy.minHealthyPeriod")
     for key, value in (("maxRetry", max_retry), ("retryPeriodSeconds", retry), ("minHealthyPeriodSeconds", healthy)):
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
             raise Invalid(

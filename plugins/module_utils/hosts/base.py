@@ -61,11 +61,10 @@ from __future__ import annotations
 import json
 from typing import Protocol
 
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.model import names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 
-DRIVERS = ("ironic", "external")
 KIND = "BareMetalHost"
 HARDWARE_DATA_KIND = "HardwareData"
 
@@ -90,29 +89,16 @@ class HostDriver(Protocol):
     def close(self) -> None: ...
 
 
-def get_driver(name: str | None = "ironic", options: dict | None = None) -> HostDriver:
-    """The host driver called ``name`` (``ironic`` or ``external``) built from ``options``.
-
-    ironic options: ``cloud`` (clouds.yaml entry; falls back to OS_CLOUD),
-    ``ironic_url`` (an Ironic endpoint with auth_type none instead of a cloud),
-    ``poll`` (seconds between steps, default 2), and the lab-oriented
-    ``deploy_interface`` / ``boot_iso`` (see hosts/ironic.py).
-    external options: ``poll``.
-    """
-    options = dict(options or {})
-    name = name or "ironic"
-    if name == "ironic":
-        from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic import IronicDriver
-
-        return IronicDriver(**options)
-    if name == "external":
-        from ansible_collections.baremetal.capi.plugins.module_utils.hosts.external import ExternalDriver
-
-        return ExternalDriver(**options)
-    raise Invalid(f"unknown host driver {name!r}: one of {', '.join(DRIVERS)}", field="host_driver")
-
-
 # -- reading a BareMetalHost (shared by every driver and by callers) -----------
+
+
+def read(store, bmh: dict) -> dict | None:
+    """The BareMetalHost as stored now, or None once it is gone."""
+    ns, name = key(bmh)
+    try:
+        return store.get(KIND, name, ns)
+    except NotFound:
+        return None
 
 
 def key(bmh) -> tuple[str, str]:

@@ -10,7 +10,6 @@ the store to delete and waits for whoever holds the finalizer to let go.
 
 from __future__ import annotations
 
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
@@ -22,15 +21,8 @@ class ExternalDriver:
     def __init__(self, poll: float = 2.0, **_ignored):
         self.poll = float(poll)
 
-    def _read(self, store, bmh):
-        ns, name = base.key(bmh)
-        try:
-            return store.get(base.KIND, name, ns)
-        except NotFound:
-            return None
-
     def reconcile(self, store, bmh) -> Step:
-        host = self._read(store, bmh)
+        host = base.read(store, bmh)
         if host is None:
             return Step(done=True, message="host is gone", data={"host": base.summary(None)})
         info = base.summary(host)
@@ -42,7 +34,7 @@ class ExternalDriver:
         return Step(done=False, message=msg, requeue_after=self.poll, data={"host": info})
 
     def delete(self, store, bmh) -> Step:
-        host = self._read(store, bmh)
+        host = base.read(store, bmh)
         if host is None:
             return Step(done=True, message="host is gone", data={"host": base.summary(None)})
         changed = False
@@ -50,7 +42,7 @@ class ExternalDriver:
             ns, name = base.key(host)
             store.delete(base.KIND, name, ns)
             changed = True
-            if self._read(store, host) is None:
+            if base.read(store, host) is None:
                 return Step(done=True, changed=True, message="host deleted", data={"host": base.summary(None)})
         return Step(
             done=False,
@@ -61,7 +53,7 @@ class ExternalDriver:
         )
 
     def hardware(self, store, bmh) -> dict | None:
-        host = self._read(store, bmh)
+        host = base.read(store, bmh)
         return base.hardware_of(store, host) if host else None
 
     def close(self) -> None:

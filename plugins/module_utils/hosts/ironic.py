@@ -5,9 +5,11 @@
 Behaviour: shared/reference/bmo-ironic.md.  This file holds the driver (the
 connection per thread, one reconcile step, status bookkeeping); Register (§2.1)
 is hosts/ironic_register.py, the state handlers (§2.2, §6) hosts/ironic_actions.py,
-power (§5) hosts/ironic_power.py, deletion (§6.3) hosts/ironic_delete.py.
+power (§5) hosts/ironic_power.py, deletion and deprovisioning (§6.3) hosts/ironic_delete.py, the node changes
+several states make (configureNode, provision-state changes) hosts/ironic_node.py; what they all share (one
+host during one step: ``Ctx``) hosts/ironic_context.py.
 
-Options (``get_driver("ironic", options)``):
+Options (``hosts.drivers.get_driver("ironic", options)``):
 
 ``cloud``            a clouds.yaml entry; falls back to ``OS_CLOUD`` (with
                      ``OS_CLIENT_CONFIG_FILE``: what AWX's OpenStack credential sets).
@@ -22,132 +24,19 @@ Options (``get_driver("ironic", options)``):
 
 from __future__ import annotations
 
-import datetime
 import os
 import threading
 
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base, transient
-from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base, ironic_actions, transient
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic_context import NOW, Ctx, node_name  # noqa: F401 (the driver's vocabulary)
+from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 
 # A step goes on at once after an action that needs no waiting, up to this many times.
 _MAX_ACTIONS_PER_STEP = 8
-NOW = "now"  # a handler result: go on with the next action in this step
 # Ironic's 400 for a provision action the node's current state does not allow (InvalidStateRequested).
 _INVALID_STATE = "can not be performed on node"
-
-
-def node_name(namespace: str, name: str) -> str:
-    return f"{namespace}~{name}"  # BMO ironic.go:1836
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class Ctx:
-    """One host during one step: the object, the status being built, the node."""
-
-    def __init__(self, driver, store, host: dict, conn):
-        self.driver, self.store, self.conn = driver, store, conn
-        self.host = host
-        self.status = meta.deepcopy(host.get("status") or {})
-        self.status.setdefault("provisioning", {})
-        self.status.setdefault("errorMessage", "")
-        self.node = None
-        self.messages: list[str] = []
-        self.changed = False
-
-    # -- reading -------------------------------------------------------------
-    @property
-    def spec(self) -> dict:
-        return self.host.get("spec") or {}
-
-    @property
-    def ns(self) -> str:
-        return base.key(self.host)[0]
-
-    @property
-    def name(self) -> str:
-        return base.key(self.host)[1]
-
-    @property
-    def state(self) -> str:
-        return self.status["provisioning"].get("state") or ""
-
-    def view(self) -> dict:
-        """The host as it will be once the status is saved."""
-        return {**self.host, "status": self.status}
-
-    # -- writing status ------------------------------------------------------
-    def set_state(self, state: str, why: str = "") -> str:
-        old = self.state
-        if state != old:
-            self.status["provisioning"]["state"] = state
-            self.say(f"{old or 'new'} -> {state}" + (f" ({why})" if why else ""))
-        return NOW
-
-    def say(self, msg: str) -> None:
-        self.messages.append(msg)
-
-    def set_error(self, error_type: str, message: str) -> float:
-        """BMO setErrorMessage: type, message, count+1; the step backs off."""
-        if self.status.get("errorType") != error_type or self.status.get("errorMessage") != message:
-            self.status["errorCount"] = int(self.status.get("errorCount") or 0) + 1
-        self.status["errorType"] = error_type
-        self.status["errorMessage"] = message
-        self.status["operationalStatus"] = names.BMH_OPERATIONAL_ERROR
-        self.say(f"{error_type}: {message}")
-        return self.driver.backoff(self.status["errorCount"])
-
-    def clear_error(self, only: tuple = ()) -> None:
-        if self.status.get("errorType") and (not only or self.status["errorType"] in only):
-            self.status.pop("errorType", None)  # an enum, omitted when empty
-            self.status["errorMessage"] = ""  # BMO's CRD requires the field: empty, not absent
-            self.status["errorCount"] = 0
-            self.status["operationalStatus"] = names.BMH_OPERATIONAL_OK
-
-    def save(self) -> None:
-        if self.host is None:  # deleted
-            return
-        old = self.host.get("status") or {}
-        if self.status == old:
-            return
-        self.status["lastUpdated"] = _now()
-        self.host = self.store.update_status({**self.host, "status": self.status})
-        self.status = meta.deepcopy(self.host.get("status") or {})
-        self.status.setdefault("provisioning", {})
-        self.changed = True
-
-    def update_meta(self, mutate) -> None:
-        """Write metadata (annotations, finalizers) through store.update, keeping the status being built."""
-        obj = meta.deepcopy(self.host)
-        if not mutate(obj):
-            return
-        status = self.status
-        self.host = self.store.update(obj)
-        self.status = status
-        self.changed = True
-        if meta.is_deleting(obj) and not meta.finalizers(obj):
-            self.host = None  # the last finalizer went: the object is gone
-
-    # -- Ironic ------------------------------------------------------------------
-    def ironic_error(self, node=None) -> str:
-        """last_error, or the newest ERROR event of the node's history (last_error is sometimes empty)."""
-        node = node or self.node
-        if node is None:
-            return ""
-        if node.last_error:
-            return node.last_error
-        try:
-            resp = self.conn.baremetal.get(f"/nodes/{node.id}/history", microversion="1.78")
-            events = resp.json().get("history") or []
-        except Exception:  # an old Ironic without history: nothing more to say
-            return ""
-        events = sorted(events, key=lambda e: e.get("created_at") or "")
-        errors = [e for e in events if (e.get("severity") or "").upper() == "ERROR"]
-        return (errors[-1].get("event") or "") if errors else ""
 
 
 class IronicDriver:
@@ -222,17 +111,8 @@ class IronicDriver:
         return min(self.poll * 2 ** max(count, 1), 120.0)
 
     # -- the contract ------------------------------------------------------------
-    def _read(self, store, bmh):
-        ns, name = base.key(bmh)
-        try:
-            return store.get(base.KIND, name, ns)
-        except NotFound:
-            return None
-
     def reconcile(self, store, bmh) -> Step:
-        from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_actions as act
-
-        host = self._read(store, bmh)
+        host = base.read(store, bmh)
         if host is None:
             return Step(done=True, message="host is gone", data={"host": base.summary(None)})
         if base.paused(host):
@@ -246,7 +126,7 @@ class IronicDriver:
             ctx = Ctx(self, store, host, self.conn())
             after: float | str | None = NOW
             for _action in range(_MAX_ACTIONS_PER_STEP):
-                after = act.handle(ctx)
+                after = ironic_actions.handle(ctx)
                 if after != NOW:
                     break
             ctx.save()
@@ -303,7 +183,7 @@ class IronicDriver:
         )
 
     def delete(self, store, bmh) -> Step:
-        host = self._read(store, bmh)
+        host = base.read(store, bmh)
         if host is None:
             return Step(done=True, message="host is gone", data={"host": base.summary(None)})
         changed = False
@@ -315,9 +195,9 @@ class IronicDriver:
         step = self.reconcile(store, host)
         step.changed = step.changed or changed
         if not step.done:
-            step.done = self._read(store, host) is None
+            step.done = base.read(store, host) is None
         return step
 
     def hardware(self, store, bmh) -> dict | None:
-        host = self._read(store, bmh)
+        host = base.read(store, bmh)
         return base.hardware_of(store, host) if host else None

@@ -3,21 +3,25 @@
 """The BareMetalHost state handlers of the ironic driver (bmo-ironic.md §2.2, §5, §6).
 
 ``handle(ctx)`` runs the handler of the host's state.  A handler returns
-``ironic.NOW`` to go on at once (state moved, nothing to wait for), or the
+``NOW`` to go on at once (state moved, nothing to wait for), or the
 seconds until the next step is useful.
 """
 
 from __future__ import annotations
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base, ironic_hardware
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic as drv
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import (
+    base,
+    ironic_delete,
+    ironic_hardware,
+    ironic_node,
+)
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_configdrive as cd
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_register as reg
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic_context import NOW
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic_power import power
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
 
-NOW = drv.NOW
 S = names
 BUSY = (
     "deploying",
@@ -36,75 +40,11 @@ BUSY = (
 )
 
 
-def boot_mode_capability(boot_mode: str | None) -> str:
-    return {"UEFISecureBoot": "boot_mode:uefi,secure_boot:true", "legacy": "boot_mode:bios"}.get(
-        boot_mode or "", "boot_mode:uefi"
-    )
-
-
-def _merge_capabilities(current: str | None, boot_mode: str | None) -> str:
-    """Keep other capabilities, replace boot_mode and secure_boot (BMO capabilities.go)."""
-    kept = [c for c in (current or "").split(",") if c and not c.startswith(("boot_mode:", "secure_boot:"))]
-    return ",".join(kept + [boot_mode_capability(boot_mode)])
-
-
-def _diff_patch(current: dict, wanted: dict, prefix: str) -> list:
-    """BMO updateopts: add when the value differs, remove when wanted is None and the key is there."""
-    ops = []
-    for k, v in wanted.items():
-        if v is None:
-            if k in current:
-                ops.append({"op": "remove", "path": f"{prefix}/{k}"})
-        elif current.get(k) != v:
-            ops.append({"op": "add", "path": f"{prefix}/{k}", "value": v})
-    return ops
-
-
-def configure_node(ctx) -> None:
-    """automated_clean, capabilities, deploy images (BMO configureNode)."""
-    node = ctx.node
-    ops = []
-    clean = (ctx.spec.get("automatedCleaningMode") or S.CLEANING_MODE_METADATA) != S.CLEANING_MODE_DISABLED
-    if node.is_automated_clean_enabled != clean:
-        ops.append({"op": "add", "path": "/automated_clean", "value": clean})
-    props = node.properties or {}
-    caps = _merge_capabilities(props.get("capabilities"), ctx.spec.get("bootMode"))
-    if props.get("capabilities") != caps:
-        ops.append({"op": "add", "path": "/properties/capabilities", "value": caps})
-    if node.driver != "fake-hardware":
-        images = {k: v for k, v in ctx.driver.deploy_images.items() if v}
-        ops += _diff_patch(node.driver_info or {}, images, "/driver_info")
-    if ops:
-        ctx.node = ctx.conn.baremetal.patch_node(node, ops)
-
-
-def before_state_change(ctx) -> float | None:
-    """A fault blocks provision-state changes; maintenance is unset first (ironic.go:515-525)."""
-    node = ctx.node
-    if node.fault:
-        return 10.0
-    if node.is_maintenance:
-        ctx.node = ctx.conn.baremetal.unset_node_maintenance(node)
-        return ctx.driver.poll
-    return None
-
-
-def _provision(ctx, target: str, **kw):
-    wait = before_state_change(ctx)
-    if wait:
-        return wait
-    ctx.conn.baremetal.set_node_provision_state(ctx.node, target, **kw)
-    ctx.say(target)
-    return ctx.driver.poll
-
-
 # -- dispatch ---------------------------------------------------------------------------------
 
 
 def handle(ctx):
     if meta.is_deleting(ctx.host):
-        from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_delete
-
         return ironic_delete.route_delete(ctx)
     if meta.add_finalizer(meta.deepcopy(ctx.host), S.BMH_FINALIZER):
         ctx.update_meta(lambda o: meta.add_finalizer(o, S.BMH_FINALIZER))
@@ -215,24 +155,24 @@ def _inspecting(ctx):
     node, bm = ctx.node, ctx.conn.baremetal
     state = node.provision_state
     if state == "available":
-        return _provision(ctx, "manage")
+        return ironic_node.provision(ctx, "manage")
     if state in ("inspecting", "inspect wait"):
         return ctx.driver.poll * 5
     if state == "inspect failed":
         if ctx.status.get("errorType") == S.BMH_ERROR_INSPECTION:
-            return _provision(ctx, "inspect")
+            return ironic_node.provision(ctx, "inspect")
         return ctx.set_error(S.BMH_ERROR_INSPECTION, ctx.ironic_error() or "Inspection failed")
     if state != "manageable":
         return ctx.driver.poll
     if requested:
         # the request is consumed when inspection starts, so the next steps wait for the new inventory
-        wait = _provision(ctx, "inspect")
+        wait = ironic_node.provision(ctx, "inspect")
         ctx.update_meta(lambda o: o["metadata"]["annotations"].pop(S.INSPECT_ANNOTATION, None) is not None)
         return wait
     try:
         inventory = bm.get_node_inventory(node)
     except osexc.NotFoundException:  # never inspected: BMO starts inspection on a 404
-        return _provision(ctx, "inspect")
+        return ironic_node.provision(ctx, "inspect")
     hw = ironic_hardware.from_inventory(inventory)
     ctx.status["hardware"] = hw
     _write_hardware_data(ctx, hw)
@@ -279,7 +219,7 @@ def _provisioning(ctx):
     if not base.has_image(ctx.view()):
         return ctx.set_state(S.BMH_STATE_DEPROVISIONING, "image removed")
     if state == "manageable":
-        return _provision(ctx, "provide")
+        return ironic_node.provision(ctx, "provide")
     if state in ("available", "deploy failed") and not (state == "deploy failed" and _same_image(ctx)):
         return _deploy(ctx)
     if state == "deploy failed":
@@ -311,7 +251,7 @@ def _deploy(ctx):
         return ctx.set_error(S.BMH_ERROR_PROVISIONING, str(exc))
     current = dict(node.instance_info or {})
     wanted = {k: info.get(k) for k in set(current) | set(info) if k != "configdrive"}
-    ops = _diff_patch(current, wanted, "/instance_info")
+    ops = ironic_node.diff_patch(current, wanted, "/instance_info")
     uid = (ctx.host.get("metadata") or {}).get("uid")
     if node.instance_id != uid:
         ops.append({"op": "add", "path": "/instance_uuid", "value": uid})
@@ -331,7 +271,7 @@ def _deploy(ctx):
     method = (ctx.spec.get("customDeploy") or {}).get("method")
     if method:
         kw["deploy_steps"] = [{"interface": "deploy", "step": method, "args": {}, "priority": 80}]
-    return _provision(ctx, "active", **kw)
+    return ironic_node.provision(ctx, "active", **kw)
 
 
 def _provisioned(ctx):
@@ -352,7 +292,7 @@ def _externally_provisioned(ctx):
 def _adopt_then_power(ctx):
     node = ctx.node
     if node.provision_state == "manageable":
-        return _provision(ctx, "adopt")
+        return ironic_node.provision(ctx, "adopt")
     if node.provision_state == "adopt failed":
         return ctx.set_error(S.BMH_ERROR_PROVISIONED_REGISTRATION, "Host adoption failed: " + ctx.ironic_error())
     if node.provision_state == "active" and node.is_maintenance and not node.fault:
@@ -361,37 +301,6 @@ def _adopt_then_power(ctx):
         return ctx.driver.poll
     ctx.clear_error(only=(S.BMH_ERROR_PROVISIONED_REGISTRATION,))
     return power(ctx)
-
-
-def deprovisioning(ctx):
-    node, bm = ctx.node, ctx.conn.baremetal
-    state = node.provision_state
-    if state in ("active", "deploy failed", "deploy wait", "wait call-back"):
-        clean = (ctx.spec.get("automatedCleaningMode") or S.CLEANING_MODE_METADATA) != S.CLEANING_MODE_DISABLED
-        if node.is_automated_clean_enabled != clean:
-            ctx.node = bm.patch_node(node, [{"op": "add", "path": "/automated_clean", "value": clean}])
-        return _provision(ctx, "deleted")
-    if state == "error":
-        if ctx.status.get("errorType") == S.BMH_ERROR_PROVISIONING:
-            return _provision(ctx, "deleted")
-        return ctx.set_error(S.BMH_ERROR_PROVISIONING, ctx.ironic_error() or "Ironic node is in error")
-    if state == "clean failed":
-        if ctx.status.get("errorType") == S.BMH_ERROR_PROVISIONING and "Cleaning failed" in (
-            ctx.status.get("errorMessage") or ""
-        ):
-            return _provision(ctx, "manage")
-        return ctx.set_error(S.BMH_ERROR_PROVISIONING, "Cleaning failed: " + ctx.ironic_error())
-    if state == "manageable":
-        return _provision(ctx, "provide")
-    if state == "available":
-        for k in ("image", "customDeploy", "rootDeviceHints"):
-            ctx.status["provisioning"].pop(k, None)
-        ctx.status["provisioning"]["rootDeviceHints"] = ctx.spec.get("rootDeviceHints") or dict(cd.DEFAULT_ROOT_DEVICE)
-        ctx.update_meta(lambda o: (o["metadata"].get("annotations") or {}).pop(S.REBOOT_ANNOTATION, None) is not None)
-        if meta.is_deleting(ctx.host):
-            return ctx.set_state(S.BMH_STATE_POWERING_OFF_BEFORE_DELETE)
-        return ctx.set_state(S.BMH_STATE_AVAILABLE, "deprovisioned")
-    return ctx.driver.poll
 
 
 HANDLERS = {
@@ -404,5 +313,5 @@ HANDLERS = {
     S.BMH_STATE_PROVISIONING: _provisioning,
     S.BMH_STATE_PROVISIONED: _provisioned,
     S.BMH_STATE_EXTERNALLY_PROVISIONED: _externally_provisioned,
-    S.BMH_STATE_DEPROVISIONING: deprovisioning,
+    S.BMH_STATE_DEPROVISIONING: ironic_delete.deprovisioning,
 }

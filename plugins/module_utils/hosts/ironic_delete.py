@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_actions as act
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_configdrive as cd
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_node
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_register as reg
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
 from ansible_collections.baremetal.capi.plugins.module_utils.model import names as S
@@ -24,7 +25,7 @@ def route_delete(ctx):
         if reg.find_node(ctx) is None:
             return ctx.set_state(S.BMH_STATE_DELETING)
         ctx.node = reg.find_node(ctx)
-        return act.deprovisioning(ctx)
+        return deprovisioning(ctx)
     if ctx.state == S.BMH_STATE_POWERING_OFF_BEFORE_DELETE:
         node = ctx.node = reg.find_node(ctx)
         if node is None or ctx.spec.get("disablePowerOff") or node.power_state != "power on":
@@ -57,3 +58,34 @@ def _deleting(ctx):
         ctx.say(f"deleted Ironic node {node.name}")
     ctx.update_meta(lambda o: meta.remove_finalizer(o, S.BMH_FINALIZER))
     return None
+
+
+def deprovisioning(ctx):
+    node, bm = ctx.node, ctx.conn.baremetal
+    state = node.provision_state
+    if state in ("active", "deploy failed", "deploy wait", "wait call-back"):
+        clean = (ctx.spec.get("automatedCleaningMode") or S.CLEANING_MODE_METADATA) != S.CLEANING_MODE_DISABLED
+        if node.is_automated_clean_enabled != clean:
+            ctx.node = bm.patch_node(node, [{"op": "add", "path": "/automated_clean", "value": clean}])
+        return ironic_node.provision(ctx, "deleted")
+    if state == "error":
+        if ctx.status.get("errorType") == S.BMH_ERROR_PROVISIONING:
+            return ironic_node.provision(ctx, "deleted")
+        return ctx.set_error(S.BMH_ERROR_PROVISIONING, ctx.ironic_error() or "Ironic node is in error")
+    if state == "clean failed":
+        if ctx.status.get("errorType") == S.BMH_ERROR_PROVISIONING and "Cleaning failed" in (
+            ctx.status.get("errorMessage") or ""
+        ):
+            return ironic_node.provision(ctx, "manage")
+        return ctx.set_error(S.BMH_ERROR_PROVISIONING, "Cleaning failed: " + ctx.ironic_error())
+    if state == "manageable":
+        return ironic_node.provision(ctx, "provide")
+    if state == "available":
+        for k in ("image", "customDeploy", "rootDeviceHints"):
+            ctx.status["provisioning"].pop(k, None)
+        ctx.status["provisioning"]["rootDeviceHints"] = ctx.spec.get("rootDeviceHints") or dict(cd.DEFAULT_ROOT_DEVICE)
+        ctx.update_meta(lambda o: (o["metadata"].get("annotations") or {}).pop(S.REBOOT_ANNOTATION, None) is not None)
+        if meta.is_deleting(ctx.host):
+            return ctx.set_state(S.BMH_STATE_POWERING_OFF_BEFORE_DELETE)
+        return ctx.set_state(S.BMH_STATE_AVAILABLE, "deprovisioned")
+    return ctx.driver.poll

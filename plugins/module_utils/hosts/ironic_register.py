@@ -8,9 +8,9 @@ Runs on every step of a host in every state but "", unmanaged and deleting, as B
 from __future__ import annotations
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import bmc
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import bmc, ironic_node
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_configdrive as cd
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic import NOW, Ctx, node_name
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic_context import NOW, Ctx, node_name
 from ansible_collections.baremetal.capi.plugins.module_utils.model import names
 
 
@@ -62,8 +62,6 @@ def inspection_disabled(host: dict) -> bool:
 
 def register(ctx: Ctx):
     """Find or create the node, keep driver_info and ports right, manage it.  Returns None when registered."""
-    from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_actions as act
-
     bmc_spec = ctx.spec.get("bmc") or {}
     try:
         access = bmc.parse(bmc_spec.get("address"), bool(bmc_spec.get("disableCertificateVerification")))
@@ -90,7 +88,7 @@ def register(ctx: Ctx):
             "driver_info": driver_info,
             **access.interfaces,
         }
-        attrs["properties"] = {"capabilities": act.boot_mode_capability(ctx.spec.get("bootMode"))}
+        attrs["properties"] = {"capabilities": ironic_node.boot_mode_capability(ctx.spec.get("bootMode"))}
         if ctx.spec.get("architecture"):
             attrs["properties"]["cpu_arch"] = ctx.spec["architecture"]
         if not inspection_disabled(ctx.host) and not access.fake:
@@ -151,14 +149,14 @@ def register(ctx: Ctx):
         changed_creds = (ctx.status.get("goodCredentials") or {}).get("credentialsVersion") != secret_rv
         if node.last_error and not retrying and not changed_creds:
             return ctx.set_error(names.BMH_ERROR_REGISTRATION, node.last_error)
-        act.before_state_change(ctx)
+        ironic_node.before_state_change(ctx)
         bm.set_node_provision_state(node, "manage")
         ctx.say("manage")
         return ctx.driver.poll
     if state == "verifying":
         return ctx.driver.poll
     if state not in ("cleaning", "clean wait", "deploying", "wait call-back", "inspecting", "inspect wait"):
-        act.configure_node(ctx)
+        ironic_node.configure_node(ctx)
     if bmc_spec.get("credentialsName"):
         ctx.status["goodCredentials"] = creds
     ctx.clear_error(only=(names.BMH_ERROR_REGISTRATION,))

@@ -5,9 +5,10 @@
 from __future__ import annotations
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
+from ansible_collections.baremetal.capi.plugins.module_utils.capi.infra_machine import owner_machine
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound, Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import dns
-from ansible_collections.baremetal.capi.plugins.module_utils.maas.machine import KIND, owner_machine
+from ansible_collections.baremetal.capi.plugins.module_utils.maas.machine import KIND
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
 
 

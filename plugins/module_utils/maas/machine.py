@@ -17,10 +17,9 @@ from __future__ import annotations
 import copy
 import time
 
-from ansible_collections.baremetal.capi.plugins.module_utils import runner
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import cluster as capi_cluster
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import infra_machine, refs
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import machine as capi_machine
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     CapiError,
@@ -29,26 +28,19 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     NotFound,
     Requeue,
 )
-from ansible_collections.baremetal.capi.plugins.module_utils.maas import dns, lxd, network, state
+from ansible_collections.baremetal.capi.plugins.module_utils.maas import constraints as maas_constraints
+from ansible_collections.baremetal.capi.plugins.module_utils.maas import (
+    dns,
+    lxd,
+    machine_delete,
+    network,
+    state,
+)
 from ansible_collections.baremetal.capi.plugins.module_utils.maas.client import MaasConflict, MaasError
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 
 KIND = "MaasMachine"
-
-
-def owner_machine(store, mm: dict, *, check: bool = False) -> dict | None:
-    """The Machine owning this MaasMachine; one whose infrastructureRef names it takes ownership first."""
-    ns = meta.namespace(mm)
-    ref = refs.owner_of_kind(mm, "Machine")
-    if ref:
-        return refs.get_or_none(store, "Machine", ref["name"], ns)
-    for machine in store.list("Machine", ns):
-        infra = (machine.get("spec") or {}).get("infrastructureRef") or {}
-        if infra.get("kind") == KIND and infra.get("name") == meta.name(mm):
-            refs.take_ownership(store, machine, infra, check=check)
-            return machine
-    return None
 
 
 def agent_name(mm: dict) -> str:
@@ -79,6 +71,8 @@ def forget(after: dict) -> None:
 
 class MachineManager:
     """Reconciles MaasMachines against a store, a MAAS client and the workload clusters."""
+
+    KIND = KIND
 
     def __init__(
         self, store, client, *, workload_kubeconfig=None, disable_swap=True, not_tags=(), subnets=None, clock=None
@@ -131,19 +125,13 @@ class MachineManager:
         if mm is None:
             raise Invalid(f'MaasMachine "{name}" not found', obj=f"MaasMachine {ns}/{name}")
         state.validate(mm)
-        machine = owner_machine(self.store, mm, check=check)
+        machine = infra_machine.owner_machine(self.store, mm, check=check)
         mm = self.store.get(KIND, name, ns) if not check else mm
         if meta.is_deleting(mm):
-            from ansible_collections.baremetal.capi.plugins.module_utils.maas import machine_delete
-
             return machine_delete.step(self, mm, machine, check=check)
         after = copy.deepcopy(mm)
-        if machine is None:
-            raise Requeue("waiting for a Machine whose infrastructureRef names this MaasMachine", after=10)
-        cluster_name = machine["spec"]["clusterName"]
-        cluster = refs.get_or_none(self.store, "Cluster", cluster_name, ns)
-        if cluster is None:
-            raise Requeue(f"waiting for Cluster {ns}/{cluster_name}", after=10)
+        cluster = infra_machine.owning_cluster(self.store, KIND, machine)
+        cluster_name = meta.name(cluster)
         if refs.is_paused(cluster, mm):
             return Step(message="paused", requeue_after=30, data=self._report(mm))
         cstep = capi_cluster.reconcile(self.store, cluster, clock=self.clock, check=check)
@@ -161,7 +149,7 @@ class MachineManager:
         labels[names.CLUSTER_NAME_LABEL] = cluster_name
         if state.is_control_plane(machine):
             labels.setdefault(names.CONTROL_PLANE_LABEL, "")
-        secret_name = ((machine.get("spec") or {}).get("bootstrap") or {}).get("dataSecretName")
+        secret_name = infra_machine.bootstrap_data_secret(machine)
         if not secret_name:
             return self._wait(
                 mm,
@@ -178,7 +166,7 @@ class MachineManager:
     # -- allocate ----------------------------------------------------------------------
 
     def _allocate(self, mm: dict, after: dict, machine: dict, check: bool) -> Step:
-        constraints = state.allocate_constraints(after, machine, self.not_tags)
+        constraints = maas_constraints.allocate_constraints(after, machine, self.not_tags)
         network.check(after)  # a bad staticIP is refused before a machine is taken
         if lxd.enabled(after):
             vm = lxd.ensure_vm(self.client, after, machine, check=check)
@@ -417,22 +405,9 @@ class MachineManager:
 
     # -- many at once ------------------------------------------------------------------
 
-    def run(self, keys, *, delete=False, check=False, wait=True, timeout=None, poll=2.0, workers=8, progress=None):
+    def run(self, keys, **kw):
         """Reconcile (or delete) every (namespace, name) concurrently until done or the deadline."""
-        from ansible_collections.baremetal.capi.plugins.module_utils.maas import machine_delete
+        return infra_machine.run(self, keys, **kw)
 
-        def one(key):
-            if delete:
-                return machine_delete.remove(self, key[1], key[0], check=check)
-            return self.step(key[1], key[0], check=check)
-
-        return runner.run(
-            list(keys),
-            one,
-            key=lambda k: f"{k[0]}/{k[1]}",
-            workers=workers,
-            wait=wait and not check,
-            timeout=timeout,
-            poll=poll,
-            progress=progress,
-        )
+    def delete_step(self, name: str, ns: str, check: bool = False) -> Step:
+        return machine_delete.remove(self, name, ns, check=check)

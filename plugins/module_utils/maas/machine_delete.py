@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import machine as capi_machine
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import infra_machine, refs
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound, Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import dns, lxd, state
 from ansible_collections.baremetal.capi.plugins.module_utils.maas.client import MaasConflict
@@ -73,45 +72,8 @@ def step(mgr, mm: dict, machine: dict | None, *, check: bool = False) -> Step:
 
 
 def remove(mgr, name: str, ns: str, *, check: bool = False) -> Step:
-    """``state: absent``: delete the Machine and the MaasMachine; ``done`` when both are gone."""
-    from ansible_collections.baremetal.capi.plugins.module_utils.maas.machine import owner_machine
-
-    store = mgr.store
-    mm = refs.get_or_none(store, KIND, name, ns)
-    machine = owner_machine(store, mm, check=True) if mm is not None else None
-    if machine is None:
-        machine = refs.get_or_none(store, "Machine", name, ns)
-        infra = ((machine or {}).get("spec") or {}).get("infrastructureRef") or {}
-        if infra.get("name") != name or infra.get("kind") != KIND:
-            machine = None
-    if mm is None and machine is None:
-        return Step(done=True, changed=False, message="absent")
-    if check:
-        sid = state.system_id_of(((mm or {}).get("spec") or {}).get("providerID"))
-        return Step(done=True, changed=True, message=f"would be deleted (MAAS machine {sid or 'none'} released)")
-    if machine is not None and not meta.is_deleting(machine):
-        store.delete("Machine", meta.name(machine), ns)
-    mm = refs.get_or_none(store, KIND, name, ns)
-    if mm is not None:
-        if not meta.is_deleting(mm):
-            store.delete(KIND, name, ns)
-            mm = refs.get_or_none(store, KIND, name, ns)
-        if mm is not None:
-            s = step(mgr, mm, machine)
-            if refs.get_or_none(store, KIND, name, ns) is not None:
-                s.changed = True
-                return s
-    machine = refs.get_or_none(store, "Machine", meta.name(machine), ns) if machine is not None else None
-    if machine is not None:
-        mstep = capi_machine.reconcile_delete(store, machine, workload=_workload_or_none(mgr, machine), clock=mgr.clock)
-        if refs.get_or_none(store, "Machine", meta.name(machine), ns) is None:
-            return Step(done=True, changed=True, message=mstep.message)
-        return Step(changed=True, message=mstep.message, requeue_after=mstep.requeue_after)
-    return Step(done=True, changed=True, message="deleted")
-
-
-def _workload_or_none(mgr, machine):
-    try:
-        return mgr.workload(machine["spec"]["clusterName"], meta.namespace(machine))
-    except Exception:  # no kubeconfig Secret: capi.machine decides what a missing workload means
-        return None
+    """``state: absent``: the Machine and the MaasMachine deleted, this file's ``step`` until both are gone."""
+    mm = refs.get_or_none(mgr.store, KIND, name, ns)
+    sid = state.system_id_of(((mm or {}).get("spec") or {}).get("providerID"))
+    message = f"would be deleted (MAAS machine {sid or 'none'} released)"
+    return infra_machine.remove(mgr, name, ns, step, check=check, check_message=message)

@@ -2,7 +2,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Pure functions of the MAAS flows: dicts in, dicts out, no I/O.
 
-providerID, image split, allocate constraints, addresses, the Node a machine
+providerID, image split, addresses, the Node a machine
 became, and which control-plane addresses the API's DNS record should hold.
 """
 
@@ -50,24 +50,6 @@ def validate(mm: dict) -> None:
     tags = spec.get("tags")
     if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags)):
         raise Invalid("must be a list of tag names", obj=where, field="spec.tags")
-
-
-def allocate_constraints(mm: dict, machine: dict | None, not_tags=()) -> dict:
-    """``op=allocate`` fields: cpu_count, mem, zone, pool, every tag, not_tags, system_id when pinned."""
-    spec = mm.get("spec") or {}
-    zone = spec.get("failureDomain") or ((machine or {}).get("spec") or {}).get("failureDomain")
-    out = {
-        "cpu_count": str(spec.get("minCPU") or 0),
-        "mem": str(spec.get("minMemory") or 0),
-        "zone": zone,
-        "pool": spec.get("resourcePool"),
-        # repeated fields: MAAS needs all of them (maas-client-go's WithTags kept only the last)
-        "tags": list(spec.get("tags") or []),
-        "not_tags": [t for t in not_tags if t],
-    }
-    if spec.get("systemID") and not spec.get("providerID"):
-        out["system_id"] = spec["systemID"]
-    return {k: v for k, v in out.items() if v not in (None, "", [])}
 
 
 def user_data_b64(secret: dict, where: str) -> str:

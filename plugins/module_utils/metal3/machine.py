@@ -19,10 +19,9 @@ from __future__ import annotations
 import copy
 import threading
 
-from ansible_collections.baremetal.capi.plugins.module_utils import runner
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import cluster as capi_cluster
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import infra_machine, refs
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import machine as capi_machine
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     CapiError,
@@ -33,51 +32,17 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     Requeue,
 )
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base as hosts
-from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import choose, host_spec, provider_id
+from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import (
+    choose,
+    host_ref,
+    host_spec,
+    machine_delete,
+    provider_id,
+)
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 
 KIND = "Metal3Machine"
-_HOST_WRITE_ATTEMPTS = 20
-
-
-def owner_machine(store, m3m: dict, *, check: bool = False) -> dict | None:
-    """The Machine owning this Metal3Machine; one whose infrastructureRef names it is made its owner."""
-    ns = meta.namespace(m3m)
-    ref = refs.owner_of_kind(m3m, "Machine")
-    if ref:
-        return refs.get_or_none(store, "Machine", ref["name"], ns)
-    for machine in store.list("Machine", ns):
-        infra = (machine.get("spec") or {}).get("infrastructureRef") or {}
-        if infra.get("kind") == KIND and infra.get("name") == meta.name(m3m):
-            # What the Machine controller does first (capi-core.md §2.2): own the infrastructure machine.
-            refs.take_ownership(store, machine, infra, check=check)
-            return machine
-    return None
-
-
-def associated_host(store, m3m: dict) -> dict | None:
-    """The BareMetalHost of the ``metal3.io/BareMetalHost`` annotation (name part; always our namespace)."""
-    value = meta.annotations(m3m).get(names.HOST_ANNOTATION)
-    if not value:
-        return None
-    return refs.get_or_none(store, hosts.KIND, value.split("/")[-1], meta.namespace(m3m))
-
-
-def mutate_host(store, host: dict, change) -> dict:
-    """Re-read, ``change(host) -> bool``, write; retried on Conflict (the host driver writes status meanwhile)."""
-    ns, name = hosts.key(host)
-    for _attempt in range(_HOST_WRITE_ATTEMPTS):
-        current = store.get(hosts.KIND, name, ns)
-        new = copy.deepcopy(current)
-        if not change(new):
-            return current
-        new.pop("status", None)
-        try:
-            return store.update(new)
-        except Conflict:
-            continue
-    raise Requeue(f"BareMetalHost {ns}/{name} keeps changing; retrying", after=1)
 
 
 def _error_of(host: dict) -> tuple:
@@ -87,6 +52,8 @@ def _error_of(host: dict) -> tuple:
 
 class MachineManager:
     """Reconciles Metal3Machines against a store, a host driver and the workload clusters."""
+
+    KIND = KIND
 
     def __init__(
         self,
@@ -144,11 +111,9 @@ class MachineManager:
         m3m = refs.get_or_none(self.store, KIND, name, ns)
         if m3m is None:
             raise Invalid(f'Metal3Machine "{name}" not found', obj=f"Metal3Machine {ns}/{name}")
-        machine = owner_machine(self.store, m3m, check=check)
+        machine = infra_machine.owner_machine(self.store, m3m, check=check)
         m3m = self.store.get(KIND, name, ns)
         if meta.is_deleting(m3m):
-            from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import machine_delete
-
             return machine_delete.step(self, m3m, machine, check=check)
         host_spec.validate(m3m)  # the webhook's rules, before anything is written for this machine
         after = copy.deepcopy(m3m)
@@ -175,11 +140,11 @@ class MachineManager:
             self._cond(after, names.ASSOCIATE_BMH, False, names.WAITING_FOR_METAL3_CLUSTER_REASON)
             self._save(m3m, after, check)
             raise Requeue(f"waiting for the Metal3Cluster of Cluster {cluster_name}", after=10)
-        host = associated_host(self.store, m3m)
+        host = host_ref.associated_host(self.store, m3m)
         paused = refs.is_paused(cluster, m3m)
         if host is not None and not check:
             cluster_paused = bool((cluster.get("spec") or {}).get("paused"))
-            host = mutate_host(
+            host = host_ref.mutate_host(
                 self.store,
                 host,
                 lambda h: (
@@ -341,7 +306,7 @@ class MachineManager:
                 )
             return host_spec.set_host_spec(h, after, machine) | host_spec.ensure_block_move(h)
 
-        host = mutate_host(self.store, host, update_host)
+        host = host_ref.mutate_host(self.store, host, update_host)
         addresses = host_spec.addresses(hosts.hardware_of(self.store, host))
         if status.get("addresses") != addresses:
             status["addresses"] = addresses
@@ -394,34 +359,11 @@ class MachineManager:
 
     def keys_for_cluster(self, cluster_name: str, ns: str) -> list[tuple[str, str]]:
         """Every Metal3Machine of a cluster: named by its Machines, owned by them, or labelled with the cluster."""
-        found = set()
-        for machine in self.store.list("Machine", ns):
-            infra = (machine.get("spec") or {}).get("infrastructureRef") or {}
-            if machine["spec"].get("clusterName") == cluster_name and infra.get("kind") == KIND:
-                found.add(infra["name"])
-        for m3m in self.store.list(KIND, ns, f"{names.CLUSTER_NAME_LABEL}={cluster_name}"):
-            found.add(meta.name(m3m))
-        return [(ns, name) for name in sorted(found)]
+        return infra_machine.keys_for_cluster(self.store, KIND, cluster_name, ns, names.CLUSTER_NAME_LABEL)
 
-    def run(self, keys, *, delete=False, check=False, wait=True, timeout=None, poll=2.0, workers=8, progress=None):
+    def run(self, keys, **kw):
         """Reconcile (or delete) every (namespace, name) concurrently until done or the deadline."""
-        fn = self.delete_step if delete else self.step
-
-        def one(key):
-            return fn(key[1], key[0], check=check)
-
-        return runner.run(
-            list(keys),
-            one,
-            key=lambda k: f"{k[0]}/{k[1]}",
-            workers=workers,
-            wait=wait and not check,
-            timeout=timeout,
-            poll=poll,
-            progress=progress,
-        )
+        return infra_machine.run(self, keys, **kw)
 
     def delete_step(self, name: str, ns: str, check: bool = False) -> Step:
-        from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import machine_delete
-
-        return machine_delete.remove(self, name, ns, check=check)
+        return infra_machine.remove(self, name, ns, machine_delete.step, check=check)

@@ -9,20 +9,19 @@ track), wait while the host is busy, then release it (consumerRef cleared or
 pointed at the Cluster for node reuse, cluster label and our pause removed)
 and drop the finalizer last.
 
-``remove`` is what ``state: absent`` does: delete the owner Machine and the
-Metal3Machine and step both (the Machine's Node goes after the Metal3Machine,
-as Cluster API does) until both are gone.
+``state: absent`` (the Machine and the Metal3Machine deleted and stepped until
+both are gone) is the provider-neutral ``capi.infra_machine.remove`` with this
+``step``.
 """
 
 from __future__ import annotations
 
 import copy
 
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import machine as capi_machine
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base as hosts
-from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import choose, host_spec
+from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import choose, host_ref, host_spec
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, kinds, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 
@@ -70,8 +69,6 @@ def released(host: dict, cluster: dict | None, template: dict | None, reuse: str
 
 def step(mgr, m3m: dict, machine: dict | None, *, check: bool = False) -> Step:
     """One step of reconcileDelete; ``done`` when the Metal3Machine is gone."""
-    from ansible_collections.baremetal.capi.plugins.module_utils.metal3.machine import associated_host, mutate_host
-
     store, ns, name = mgr.store, meta.namespace(m3m), meta.name(m3m)
     cluster_name = (machine or {}).get("spec", {}).get("clusterName") or meta.labels(m3m).get(names.CLUSTER_NAME_LABEL)
     if refs.is_paused(refs.get_or_none(store, "Cluster", cluster_name, ns), m3m):
@@ -79,7 +76,7 @@ def step(mgr, m3m: dict, machine: dict | None, *, check: bool = False) -> Step:
     after = copy.deepcopy(m3m)
     conditions.set_condition(after, names.ASSOCIATE_METADATA, False, names.DELETING_REASON, clock=mgr.clock)
     if check:
-        host = associated_host(store, m3m)
+        host = host_ref.associated_host(store, m3m)
         return Step(done=True, changed=True, message="would be deleted", data=mgr._report(after, host))
     # DissociateM3Metadata
     status = after.setdefault("status", {})
@@ -90,10 +87,10 @@ def step(mgr, m3m: dict, machine: dict | None, *, check: bool = False) -> Step:
                 status.pop(key, None)
         status.pop("renderedData", None)
     cluster = refs.get_or_none(store, "Cluster", cluster_name, ns)
-    host = associated_host(store, m3m)
+    host = host_ref.associated_host(store, m3m)
     if host is not None and choose.consumed_by(host, m3m):
         mgr._label_bmc_secret(host, cluster_name, add=False)
-        host = mutate_host(store, host, lambda h: host_spec.clear_host_spec(h, m3m))
+        host = host_ref.mutate_host(store, host, lambda h: host_spec.clear_host_spec(h, m3m))
         if host_spec.delete_must_wait(host) or hosts.has_image(host):
             dstep = mgr.driver.reconcile(store, host)
             host = store.get(hosts.KIND, meta.name(host), ns)
@@ -108,7 +105,7 @@ def step(mgr, m3m: dict, machine: dict | None, *, check: bool = False) -> Step:
                 )
         template = node_reuse_template(store, machine)
         reuse = choose.node_reuse_value(store, machine)
-        mutate_host(
+        host_ref.mutate_host(
             store,
             host,
             lambda h: _replace(h, released(h, cluster, template, reuse)) if choose.consumed_by(h, m3m) else False,
@@ -127,48 +124,3 @@ def _replace(target: dict, new: dict) -> bool:
     target.clear()
     target.update(new)
     return True
-
-
-def remove(mgr, name: str, ns: str, *, check: bool = False) -> Step:
-    """``state: absent``: delete the Machine and the Metal3Machine; ``done`` when both are gone."""
-    from ansible_collections.baremetal.capi.plugins.module_utils.metal3.machine import owner_machine
-
-    store = mgr.store
-    m3m = refs.get_or_none(store, "Metal3Machine", name, ns)
-    machine = owner_machine(store, m3m, check=True) if m3m is not None else None
-    if machine is None:
-        machine = refs.get_or_none(store, "Machine", name, ns)
-        infra = ((machine or {}).get("spec") or {}).get("infrastructureRef") or {}
-        if infra.get("name") != name or infra.get("kind") != "Metal3Machine":
-            machine = None
-    if m3m is None and machine is None:
-        return Step(done=True, changed=False, message="absent")
-    if check:
-        return Step(done=True, changed=True, message="would be deleted")
-    if machine is not None and not meta.is_deleting(machine):
-        store.delete("Machine", meta.name(machine), ns)
-        machine = refs.get_or_none(store, "Machine", meta.name(machine), ns)
-    m3m = refs.get_or_none(store, "Metal3Machine", name, ns)
-    if m3m is not None:
-        if not meta.is_deleting(m3m):
-            store.delete("Metal3Machine", name, ns)
-            m3m = refs.get_or_none(store, "Metal3Machine", name, ns)
-        if m3m is not None:
-            s = step(mgr, m3m, machine)
-            if refs.get_or_none(store, "Metal3Machine", name, ns) is not None:
-                s.changed = True
-                return s
-    machine = refs.get_or_none(store, "Machine", meta.name(machine), ns) if machine is not None else None
-    if machine is not None:
-        mstep = capi_machine.reconcile_delete(store, machine, workload=_workload_or_none(mgr, machine), clock=mgr.clock)
-        if refs.get_or_none(store, "Machine", meta.name(machine), ns) is None:
-            return Step(done=True, changed=True, message=mstep.message)
-        return Step(changed=True, message=mstep.message, requeue_after=mstep.requeue_after)
-    return Step(done=True, changed=True, message="deleted")
-
-
-def _workload_or_none(mgr, machine):
-    try:
-        return mgr.workload(machine["spec"]["clusterName"], meta.namespace(machine))
-    except Exception:  # no kubeconfig Secret: capi.machine decides what a missing workload means
-        return None

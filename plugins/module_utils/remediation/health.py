@@ -23,7 +23,7 @@ import datetime
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
-from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
+from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, convert, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.remediation import common
 
 HAS_REMEDIATE_ANNOTATION = "HasRemediateAnnotation"
@@ -213,11 +213,17 @@ def from_health_check(mhc: dict) -> dict:
     checks = spec.get("checks") or {}
     startup = checks.get("nodeStartupTimeoutSeconds")
     if startup is None and spec.get("nodeStartupTimeout"):  # v1beta1: a duration such as "10m"
-        startup = _seconds(spec["nodeStartupTimeout"])
+        startup = convert.duration_seconds(spec["nodeStartupTimeout"], meta.ref(mhc), "spec.nodeStartupTimeout")
     node_rules = checks.get("unhealthyNodeConditions")
     if node_rules is None and spec.get("unhealthyConditions"):  # v1beta1: timeout as a duration
         node_rules = [
-            {"type": c["type"], "status": c["status"], "timeoutSeconds": _seconds(c.get("timeout"))}
+            {
+                "type": c["type"],
+                "status": c["status"],
+                "timeoutSeconds": convert.duration_seconds(
+                    c.get("timeout") or 0, meta.ref(mhc), "spec.unhealthyConditions.timeout"
+                ),
+            }
             for c in spec["unhealthyConditions"]
         ]
     return {
@@ -227,18 +233,6 @@ def from_health_check(mhc: dict) -> dict:
         "machine_conditions": checks.get("unhealthyMachineConditions") or None,
         "node_startup_timeout": DEFAULT_NODE_STARTUP_TIMEOUT if startup is None else int(startup),
     }
-
-
-def _seconds(duration) -> int:
-    """A Go duration ("10m", "300s", "1h30m") in seconds."""
-    import re
-
-    if isinstance(duration, (int, float)):
-        return int(duration)
-    total = 0.0
-    for number, unit in re.findall(r"([0-9.]+)(h|ms|m|s)", str(duration or "")):
-        total += float(number) * {"h": 3600, "m": 60, "s": 1, "ms": 0.001}[unit]
-    return int(total)
 
 
 def remediation_allowed(mhc: dict, results: list[dict]) -> tuple[bool, str]:

@@ -18,31 +18,17 @@ The state machine in reboot.py talks to one small adapter:
 
 from __future__ import annotations
 
-import copy
-
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, Requeue
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base as hosts
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.remediation import common
-
-_WRITE_ATTEMPTS = 20
+from ansible_collections.baremetal.capi.plugins.module_utils.store import mutate as rmw
 
 
 def _mutate(store, kind: str, obj: dict, change) -> dict:
-    """Re-read, ``change(obj) -> bool``, write metadata/spec; retried on Conflict (others write status)."""
-    ns, name = meta.namespace(obj), meta.name(obj)
-    for _attempt in range(_WRITE_ATTEMPTS):
-        current = store.get(kind, name, ns)
-        new = copy.deepcopy(current)
-        if not change(new):
-            return current
-        new.pop("status", None)
-        try:
-            return store.update(new)
-        except Conflict:
-            continue
-    raise Requeue(f"{kind} {ns}/{name} keeps changing; retrying", after=1)
+    """Re-read, ``change(obj) -> bool``, write metadata/spec (others write status)."""
+    return rmw.mutate(store, kind, meta.name(obj), meta.namespace(obj), change)
 
 
 def _set_annotation(key: str, value: str | None):

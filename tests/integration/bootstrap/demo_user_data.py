@@ -22,11 +22,11 @@ from pathlib import Path
 
 import yaml
 
-from ansible_collections.baremetal.capi.plugins.filter import cluster_description
 from ansible_collections.baremetal.capi.plugins.module_utils import objects, webhooks
 from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import kubeadm
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import cluster as capi_cluster
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import control_plane, deployment, etcd
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import description_objects as cluster_description
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import machine as capi_machine
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import cluster as maas_cluster
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import cluster as metal3_cluster

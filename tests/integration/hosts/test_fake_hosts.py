@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_actions
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_node
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic import IronicDriver
 
 pytestmark = pytest.mark.timeout(900)
@@ -184,7 +184,7 @@ def test_a_provide_another_runner_already_did_is_read_again(hostlab, monkeypatch
     assert hl.node("fake-7").provision_state == "manageable"
 
     raced = []
-    real_check = ironic_actions.before_state_change
+    real_check = ironic_node.before_state_change
 
     def before_state_change(ctx):  # the race window: after the read, before the state change
         if not raced and ctx.node.provision_state == "manageable":
@@ -192,7 +192,7 @@ def test_a_provide_another_runner_already_did_is_read_again(hostlab, monkeypatch
             raced.append(ctx.node.id)
         return real_check(ctx)
 
-    monkeypatch.setattr(ironic_actions, "before_state_change", before_state_change)
+    monkeypatch.setattr(ironic_node, "before_state_change", before_state_change)
     driver = IronicDriver(ironic_url=hl.inv["ironic"]["url"], poll=1, boot_iso=hl.inv["images"]["boot_iso"])
     try:
         step = driver.reconcile(hl.store, hl.bmh("fake-7"))

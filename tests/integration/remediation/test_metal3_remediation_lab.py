@@ -23,7 +23,7 @@ import time
 import pytest
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts.base import get_driver
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.drivers import get_driver
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import choose
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions
 from ansible_collections.baremetal.capi.plugins.module_utils.remediation import reboot

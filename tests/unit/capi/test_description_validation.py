@@ -18,8 +18,8 @@ import yaml
 if __name__ == "__main__":  # run as a script: the collection on sys.path as tests/conftest.py puts it
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "build"))
 
-from ansible_collections.baremetal.capi.plugins.filter import cluster_description as cd
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import description, validate
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import description_objects as cd
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.store.base import open_store
 

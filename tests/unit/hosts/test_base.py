@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base, drivers
 from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
 
 IMAGE = {"url": "http://x/i.raw", "checksum": "c", "checksumType": "sha256", "format": "raw"}
@@ -68,17 +68,17 @@ def test_goal_and_reached():
 
 def test_unknown_driver():
     with pytest.raises(Invalid, match="unknown host driver"):
-        base.get_driver("maas")
+        drivers.get_driver("maas")
 
 
 def test_ironic_driver_needs_an_endpoint(monkeypatch):
     monkeypatch.delenv("OS_CLOUD", raising=False)
     with pytest.raises(Invalid, match="cloud"):
-        base.get_driver("ironic", {})
+        drivers.get_driver("ironic", {})
     with pytest.raises(Invalid, match="unknown ironic driver option"):
-        base.get_driver("ironic", {"ironic_url": "http://x", "bogus": 1})
+        drivers.get_driver("ironic", {"ironic_url": "http://x", "bogus": 1})
     monkeypatch.setenv("OS_CLOUD", "mycloud")
-    assert base.get_driver("ironic", {}).cloud == "mycloud"
+    assert drivers.get_driver("ironic", {}).cloud == "mycloud"
 
 
 def test_external_driver_reads_status_only(tmp_path):
@@ -86,7 +86,7 @@ def test_external_driver_reads_status_only(tmp_path):
     obj = bmh(image=IMAGE)
     del obj["status"]
     created = store.create(obj)
-    drv = base.get_driver("external", {"poll": 1})
+    drv = drivers.get_driver("external", {"poll": 1})
     step = drv.reconcile(store, created)
     assert not step.done and step.requeue_after == 1 and step.data["host"]["goal"] == "provisioned"
     assert (

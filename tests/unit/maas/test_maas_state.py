@@ -7,7 +7,7 @@ import base64
 import pytest
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
-from ansible_collections.baremetal.capi.plugins.module_utils.maas import cluster, state
+from ansible_collections.baremetal.capi.plugins.module_utils.maas import cluster, constraints, state
 
 
 def mm(name="m", spec=None, status=None, cp=False, deleting=False):
@@ -57,7 +57,7 @@ def test_split_image(image, expected):
 def test_constraints_send_every_tag_pool_zone_and_a_pinned_system_id():
     obj = mm(spec={"tags": ["a", "b", "c"], "resourcePool": "compute", "systemID": "xyz"})
     machine = {"spec": {"failureDomain": "az-2"}}
-    got = state.allocate_constraints(obj, machine, not_tags=["bad"])
+    got = constraints.allocate_constraints(obj, machine, not_tags=["bad"])
     assert got == {
         "cpu_count": "2",
         "mem": "4096",
@@ -69,7 +69,7 @@ def test_constraints_send_every_tag_pool_zone_and_a_pinned_system_id():
     }
     # the MaasMachine's own failure domain wins; an allocated machine is never pinned again
     obj = mm(spec={"failureDomain": "az-3", "systemID": "xyz", "providerID": "maas:///az-3/xyz"})
-    got = state.allocate_constraints(obj, machine)
+    got = constraints.allocate_constraints(obj, machine)
     assert got["zone"] == "az-3" and "system_id" not in got and "tags" not in got
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from capi_objects import bmh, bootstrap_secret, cluster, kubeconfig_secret, machine, metal3_cluster, metal3_machine, put
 
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base as hosts
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import drivers
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3.machine import MachineManager
 
 NICS = [{"name": "enp1s0", "mac": "52:54:00:aa:bb:01", "ip": "192.0.2.31"}]
@@ -43,7 +43,7 @@ def add_machine(store, name, ns="default", cluster_name="c1", **m3m_kw):
 
 def manager(store, **kw):
     kw.setdefault("no_host_requeue", 0.2)
-    return MachineManager(store, hosts.get_driver("external", {"poll": 0.1}), **kw)
+    return MachineManager(store, drivers.get_driver("external", {"poll": 0.1}), **kw)
 
 
 def play_bmo_provisioned(store, name, ns="default", hostname=None):

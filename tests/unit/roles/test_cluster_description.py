@@ -1,10 +1,11 @@
-"""The description -> objects mapping of plugins/filter/cluster_description.py (pure functions)."""
+"""The description -> objects mapping of plugins/module_utils/capi/description_objects.py (pure functions)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.baremetal.capi.plugins.filter import cluster_description as cd
+from ansible_collections.baremetal.capi.plugins.module_utils import progress
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import description_objects as cd
 
 IMAGE = {"url": "http://img/x.raw", "checksum": "abc", "checksumType": "sha256", "format": "raw"}
 
@@ -118,7 +119,7 @@ def test_machine_table():
          "providerID": None, "nodeReady": None, "certificatesExpiry": "2027-05-01T08:30:00Z",
          "caExpiry": "2036-01-01T00:00:00Z"},
     ]  # fmt: skip
-    lines = cd.machine_table(rows, title="Machines:")
+    lines = progress.machine_table(rows, title="Machines:")
     assert lines[0] == "Machines:"
     assert lines[1].split() == ["MACHINE", "ROLE", "HOST/SYSTEM", "ADDRESS", "STATE", "PROVIDER", "ID", "NODE", "READY",
                                 "CERTS", "EXPIRE"]  # fmt: skip
@@ -161,13 +162,13 @@ def test_table_and_progress_tell_a_node_without_network_from_a_ready_one():
          "nodeNotReady": "NodeStatusUnknown: Kubelet stopped posting node status."},
         {"machine": "w-3", "role": "worker", "state": "Running", "nodeReady": True, "nodeNotReady": None},
     ]  # fmt: skip
-    lines = cd.machine_table(rows)
+    lines = progress.machine_table(rows)
     ready = lines[0].index("NODE READY")
     assert lines[1][ready:].split("  ")[0] == "False (network not ready)"
     assert lines[2][ready:].split("  ")[0] == "False (NodeStatusUnknown)"
     assert lines[3][ready:].split("  ")[0] == "True"
-    assert "node=NotReady (network not ready)" in cd.progress_line(rows[0])
-    assert "node=Ready" in cd.progress_line(rows[2])
+    assert "node=NotReady (network not ready)" in progress.progress_line(rows[0])
+    assert "node=Ready" in progress.progress_line(rows[2])
 
 
 def test_pool_rollout_settings_become_machine_deployment_fields():

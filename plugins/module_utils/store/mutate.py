@@ -1,0 +1,53 @@
+"""Optimistic concurrency in one place: read, change, write; on Conflict read again and redo.
+
+Every flow that updates an object it read goes through :func:`mutate` (or :func:`on_conflict` when the
+"read, decide, write" is not one object's change), so the number of attempts, what happens when they run
+out and whether status is kept out of a spec write are decided once.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, NotFound, Requeue
+
+ATTEMPTS = 20
+
+
+def on_conflict(attempt, *, what: str, attempts: int = ATTEMPTS):
+    """``attempt()`` until it does not raise Conflict; after ``attempts`` losses the caller is requeued.
+
+    A flow that keeps losing the race is not failed: another writer is busy with the object, and the next
+    reconcile sees what it wrote.
+    """
+    for _round in range(attempts):
+        try:
+            return attempt()
+        except Conflict:
+            continue
+    raise Requeue(f"{what} keeps changing; retrying", after=1)
+
+
+def mutate(store, kind: str, name: str, ns: str | None, change, *, status: bool = False, missing_ok: bool = False):
+    """Re-read ``kind ns/name``, ``change(copy) -> bool``, write it (``status``: the status subresource).
+
+    Returns the stored object: the written one, or the current one when ``change`` says there is nothing to
+    do. A spec write drops ``status`` (others own it). ``missing_ok``: an object that is gone returns None.
+    """
+
+    def attempt():
+        try:
+            current = store.get(kind, name, ns)
+        except NotFound:
+            if missing_ok:
+                return None
+            raise
+        new = copy.deepcopy(current)
+        if not change(new):
+            return current
+        if status:
+            return store.update_status(new)
+        new.pop("status", None)
+        return store.update(new)
+
+    return on_conflict(attempt, what=f"{kind} {ns}/{name}" if ns else f"{kind} {name}")
