@@ -29,6 +29,7 @@ import requests
 
 from lab import faultproxy, process
 from lab.config import REPO
+from tests.integration.net import LOOP
 
 from .conftest import E2E, free_endpoint, metal3_description, new_names
 
@@ -80,7 +81,7 @@ def test_provision_and_deprovision_through_an_ironic_that_drops_connections(
 ):
     inv = ironic_inventory
     name, ns = new_names("f")
-    desc = metal3_description(name, ns, free_endpoint("127.0.9"), inv, random.randint(100, 199))
+    desc = metal3_description(name, ns, free_endpoint(f"{LOOP}.9"), inv, random.randint(100, 199))
     driver = {"ironic_url": faulty_ironic, "boot_iso": inv["images"]["boot_iso"], "poll": 1}
     e = E2E(e2e_lab, tmp_path, "metal3", desc, {"capi_host_driver_options": driver})
     faultproxy.control(faulty_ironic, "PUT", {"drop_every": 4, "status_every": 7, "status": 503})
@@ -189,7 +190,7 @@ def _check_files(e: E2E, atoms: dict[str, str], credential_files: set[Path]) -> 
 def test_metal3_provision_and_deprovision_at_vvv_show_no_secret(e2e_lab, ironic_inventory, tmp_path):
     inv = ironic_inventory
     name, ns = new_names("v")
-    desc = metal3_description(name, ns, free_endpoint("127.0.9"), inv, random.randint(100, 199))
+    desc = metal3_description(name, ns, free_endpoint(f"{LOOP}.9"), inv, random.randint(100, 199))
     password = f"bmc-{secrets.token_hex(8)}"
     for h in desc["hosts"]:
         h["bmc_username"], h["bmc_password"] = "admin", password
