@@ -13,6 +13,9 @@ clients, and what a client must survive by retrying:
                         write happened, the client cannot know)
 ``status_every: N``     every N-th request (counted apart from the drops) answers ``status`` (default 503)
                         without reaching the service; ``retry_after`` adds that header (429 Too Many Requests)
+``drop_rate``, ``status_rate``  the same at random, that fraction of the requests (``seed`` for the random
+                        generator): with several clients at once an every-N-th rule can fall on the same client
+                        every time, which no real service does
 ``methods``             only requests with these methods count (e.g. ``["POST", "PUT"]``); default all
 ``path_contains``       only requests whose path contains this text count
 ``limit``               at most this many faults in all, then everything passes
@@ -29,6 +32,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import random
 import socket
 import ssl
 import sys
@@ -39,6 +43,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 CONTROL = "/lab/faultproxy"
 PLAN_KEYS = {
     "drop_every": int,
+    "drop_rate": float,
+    "status_rate": float,
+    "seed": int,
     "reset": bool,
     "after_forward": bool,
     "status_every": int,
@@ -69,6 +76,7 @@ class Plan:
             self.plan = clean
             self.requests = self.counted = self.dropped = self.statuses = 0
             self._drop_n = self._status_n = 0
+            self._rng = random.Random(clean.get("seed"))
             self.log: list[list[str]] = []
         return clean
 
@@ -94,6 +102,10 @@ class Plan:
                 self._drop_n += 1
                 if self._drop_n % p["drop_every"] == 0:
                     what = "drop"
+            if what is None and p.get("drop_rate") and self._rng.random() < p["drop_rate"]:
+                what = "drop"
+            if what is None and p.get("status_rate") and self._rng.random() < p["status_rate"]:
+                what = "status"
             if what is None and p.get("status_every"):
                 self._status_n += 1
                 if self._status_n % p["status_every"] == 0:
