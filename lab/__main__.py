@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown service(s): {', '.join(unknown)}; known: {', '.join(ORDER)}")
     rc = 0
     if args.action == "up":
+        from lab import addresses
+
+        addresses.write_lab_json(cfg)  # the inventories' and molecule scenarios' addresses and MAAS URL
         for name in names:
             t0 = time.monotonic()
             info = _service(name).up(cfg) or {}

@@ -10,6 +10,12 @@ service (``Ports.from_base``). The base comes from ``BMCAPI_LAB_PORT_BASE`` and
 is remembered in the lab dir (``<lab>/port-base``), so every later command on
 that lab dir uses the same ports without the variable: two labs (two clones,
 or CI beside a developer) run side by side with two bases.
+
+Addresses: everything a lab puts on loopback besides its services (the Ironic
+hosts' 127.0.1.N, the MAAS machines' 127.0.2.N, the workload API endpoints and
+the tests' host addresses) is in the lab's own ``127.A.0.0/16``: ``A`` comes from
+``BMCAPI_LAB_LOOPBACK`` (``127.A``, default ``127.0``) and is remembered in
+``<lab>/loopback`` the same way. ``LabConfig.net(3)`` is ``127.A.3``.
 """
 
 from __future__ import annotations
@@ -55,6 +61,13 @@ class LabConfig:
     cache: Path = field(default_factory=_cache_root)
     ports: Ports = field(default_factory=Ports)
     host: str = "127.0.0.1"
+    loopback: str = "127.0"
+
+    def net(self, third: int) -> str:
+        """``127.A.<third>``: a /24 of this lab's loopback addresses (append ``.N`` for an address)."""
+        if not 0 <= int(third) <= 255:
+            raise ValueError(f"third octet {third} out of range")
+        return f"{self.loopback}.{int(third)}"
 
     @property
     def run(self) -> Path:
@@ -94,8 +107,37 @@ def _ports(root: Path) -> Ports:
     return Ports()
 
 
+LOOPBACK_FILE = "loopback"
+
+
+def parse_loopback(text: str) -> str:
+    """``127.A`` (``A`` 0-255); ``127.A.0.0/16`` and ``A`` alone are taken too."""
+    value = text.strip().split("/", 1)[0]
+    parts = value.split(".")
+    if len(parts) == 1:
+        parts = ["127", parts[0]]
+    parts = parts[:2] if len(parts) == 4 and parts[2:] == ["0", "0"] else parts
+    if len(parts) != 2 or parts[0] != "127" or not parts[1].isdigit() or not 0 <= int(parts[1]) <= 255:
+        raise ValueError(f"BMCAPI_LAB_LOOPBACK {text!r}: give 127.A with A between 0 and 255 (the lab's 127.A.0.0/16)")
+    return f"127.{int(parts[1])}"
+
+
+def _loopback(root: Path) -> str:
+    remembered = root / LOOPBACK_FILE
+    given = os.environ.get("BMCAPI_LAB_LOOPBACK", "").strip()
+    if given:
+        value = parse_loopback(given)
+        root.mkdir(parents=True, exist_ok=True)
+        if not remembered.exists() or remembered.read_text().strip() != value:
+            remembered.write_text(f"{value}\n")
+        return value
+    if remembered.exists():
+        return parse_loopback(remembered.read_text())
+    return "127.0"
+
+
 def load() -> LabConfig:
     root = Path(os.environ.get("BMCAPI_LAB_DIR", REPO / ".lab"))
-    cfg = LabConfig(root=root, ports=_ports(root))
+    cfg = LabConfig(root=root, ports=_ports(root), loopback=_loopback(root))
     cfg.ensure()
     return cfg

@@ -42,6 +42,9 @@ class Lab:
     def need(self, *names: str) -> Lab:
         import importlib
 
+        from lab import addresses
+
+        addresses.write_lab_json(self.cfg)
         for name in names:
             if name in self.info:
                 continue

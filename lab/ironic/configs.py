@@ -86,7 +86,7 @@ SUSHY_EMULATOR_LISTEN_PORT = {cfg.ports.sushy}
 SUSHY_EMULATOR_FAKE_DRIVER = True
 SUSHY_EMULATOR_STATE_DIR = {str(sushy_state_dir(cfg))!r}
 SUSHY_EMULATOR_AUTH_FILE = {str(sushy_htpasswd(cfg, venv))!r}
-SUSHY_EMULATOR_FAKE_SYSTEMS = {hosts.sushy_systems()!r}
+SUSHY_EMULATOR_FAKE_SYSTEMS = {hosts.sushy_systems(net=cfg.net(1))!r}
 """
     )
     return path

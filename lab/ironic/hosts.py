@@ -42,7 +42,8 @@ def host_count() -> int:
     return count
 
 
-def hosts(count: int | None = None) -> list[Host]:
+def hosts(count: int | None = None, net: str = "127.0.1") -> list[Host]:
+    """The emulated hosts; host N on ``<net>.N`` (the lab's ``cfg.net(1)``)."""
     count = host_count() if count is None else count
     return [
         Host(
@@ -50,13 +51,13 @@ def hosts(count: int | None = None) -> list[Host]:
             name=f"host-{i:02d}",
             uuid=str(uuid.uuid5(_NAMESPACE, f"host-{i}")),
             mac=f"{_MAC_PREFIX}:{i:02x}",
-            ip=f"127.0.1.{i}",
+            ip=f"{net}.{i}",
         )
         for i in range(1, count + 1)
     ]
 
 
-def sushy_systems(count: int | None = None) -> list[dict]:
+def sushy_systems(count: int | None = None, net: str = "127.0.1") -> list[dict]:
     """SUSHY_EMULATOR_FAKE_SYSTEMS entries."""
     return [
         {
@@ -67,7 +68,7 @@ def sushy_systems(count: int | None = None) -> list[dict]:
             "external_notifier": False,
             "nics": [{"mac": h.mac, "ip": h.ip}],
         }
-        for h in hosts(count)
+        for h in hosts(count, net)
     ]
 
 
@@ -114,7 +115,7 @@ def inventory(cfg: LabConfig, count: int | None = None) -> dict:
                 },
                 "system_url": f"{sushy}/redfish/v1/Systems/{h.uuid}",
             }
-            for h in hosts(count)
+            for h in hosts(count, cfg.net(1))
         ],
         # lab-only: a fake://<anything> BMC address means an Ironic fake-hardware node (docs/lab.md)
         "fake_bmc": {"scheme": "fake", "driver": "fake-hardware"},

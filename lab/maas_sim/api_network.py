@@ -15,6 +15,7 @@ from lab.maas_sim import model, render
 from lab.maas_sim.api import Ctx, handler
 from lab.maas_sim.api_machines import _check_admin, _check_edit, get_machine
 from lab.maas_sim.forms import NodeStateViolation, NotFound, ValidationError
+from lab.maas_sim.net import CIDR, NET
 
 API = render.API
 fabrics = handler("FabricsHandler", "fabrics/", "Manage fabrics.")
@@ -107,7 +108,7 @@ def list_subnets(ctx: Ctx):
 
 def _subnet_or_404(id: str) -> dict:
     # SubnetHandler takes an id or a specifier (cidr:, name:, ...)
-    if id not in {"1", "cidr:127.0.2.0/24", "name:127.0.2.0/24", "127.0.2.0/24"}:
+    if id not in {"1", f"cidr:{CIDR}", f"name:{CIDR}", CIDR}:
         raise NotFound("No Subnet matches the given query.")
     return _subnet()
 
@@ -198,7 +199,7 @@ def reserve_ip(ctx: Ctx):
     else:
         free = [str(h) for h in net.hosts() if str(h) not in _in_use(ctx) and str(h) != SUBNET["gateway_ip"]]
         if not free:
-            raise ValidationError({"subnet": ["No more IPs available in subnet: 127.0.2.0/24."]})
+            raise ValidationError({"subnet": [f"No more IPs available in subnet: {CIDR}."]})
         ip = free[-1]
     ctx.store.reserved_ips[ip] = {"ip": ip, "owner": ctx.user["username"], "hostname": ctx.data.get("hostname")}
     return _ipaddress(ctx, ip, 4, ctx.user["username"], [])
@@ -326,7 +327,7 @@ def link_subnet(ctx: Ctx, system_id: str, id: str):
     if errors:
         raise ValidationError(errors)
     if mode == "static":
-        m.ip = ip or next(h for h in (f"127.0.2.{n}" for n in range(253, 100, -1)) if h not in _taken_by_others(ctx, m))
+        m.ip = ip or next(h for h in (f"{NET}.{n}" for n in range(253, 100, -1)) if h not in _taken_by_others(ctx, m))
     m.link_mode = mode
     m.link_id = ctx.store.next_id("ip")
     return render.interface(m)

@@ -16,6 +16,7 @@ from lab.maas_sim import model, render
 from lab.maas_sim.api import Ctx, handler
 from lab.maas_sim.api_machines import HOSTNAME_RE, _check_admin
 from lab.maas_sim.forms import ApiError, NotFound, ValidationError, int_param
+from lab.maas_sim.net import CIDR, NET
 
 API = render.API
 CAPABILITIES = ["composable", "dynamic_local_storage", "over_commit", "storage_pools"]
@@ -196,9 +197,9 @@ def _compose(ctx: Ctx, id: str):
 def _free_ip(store) -> str:
     taken = {m.ip for m in store.machines.values()} | set(store.reserved_ips)
     for n in range(100, 250):
-        if f"127.0.2.{n}" not in taken:
-            return f"127.0.2.{n}"
-    raise PodProblem("No more IPs available in subnet: 127.0.2.0/24.")
+        if f"{NET}.{n}" not in taken:
+            return f"{NET}.{n}"
+    raise PodProblem(f"No more IPs available in subnet: {CIDR}.")
 
 
 def _parameters(ctx: Ctx, id: str):

@@ -19,6 +19,7 @@ import re
 from lab.maas_sim import model, render
 from lab.maas_sim.forms import Form, ValidationError
 from lab.maas_sim.model import Machine, Store
+from lab.maas_sim.net import CIDR
 
 # kind: multi (UnconstrainedMultipleChoiceField), float (UnconstrainedTypedMultipleChoiceField,
 # coerce=float), choice (ConstrainedMultipleChoiceField, clean_prefix "="), char (CharField: last value)
@@ -75,7 +76,7 @@ STORAGE_RE = re.compile(r"(?:(?P<label>[a-zA-Z0-9]+)\:)?(?P<size>[0-9.]+)(?:\((?
 MAC_RE = re.compile(r"^([0-9a-fA-F]{2}[:-]){5}[0-9a-fA-F]{2}$")
 
 # The lab has one subnet on one VLAN of one fabric; these specifiers name it.
-SUBNET_SPECS = {"1", "id:1", "name:127.0.2.0/24", "cidr:127.0.2.0/24", "127.0.2.0/24", "space:undefined",
+SUBNET_SPECS = {"1", "id:1", f"name:{CIDR}", f"cidr:{CIDR}", CIDR, "space:undefined",
                 "vid:0", "vlan:5001", "fabric:fabric-0", "fabric:0"}  # fmt: skip
 VLAN_SPECS = {"5001", "id:5001", "vid:0", "name:untagged", "fabric:fabric-0", "fabric:0", "space:undefined"}
 
@@ -195,8 +196,8 @@ def _parse_labeled_map(text: str) -> dict:
 
 def _iface_matches(store: Store, m: Machine, wanted: dict) -> bool:
     facts = {"id": {str(m.interface_id)}, "name": {"eth0"}, "hostname": {m.hostname}, "fabric": {"fabric-0", "0"},
-             "vid": {"0"}, "vlan": {"5001", "untagged"}, "subnet": {"1", "127.0.2.0/24"},
-             "subnet_cidr": {"127.0.2.0/24"}, "space": {"undefined"}, "type": {"physical"},
+             "vid": {"0"}, "vlan": {"5001", "untagged"}, "subnet": {"1", CIDR},
+             "subnet_cidr": {CIDR}, "space": {"undefined"}, "type": {"physical"},
              "ip": set(render.addresses(m)), "tag": set(), "fabric_class": set(), "mode": {"auto"}}  # fmt: skip
     for key, values in wanted.items():
         if key == "link_speed":

@@ -14,6 +14,7 @@ import time
 
 from lab.maas_sim import model, render
 from lab.maas_sim.model import Machine, Store
+from lab.maas_sim.net import NET
 
 _MACHINE_KEYS = ("hostname", "ip", "mac", "zone", "pool_name", "domain", "architecture", "cpu_count", "memory",
                  "disk_bytes", "tags", "status", "power_state", "power_type", "system_id", "description", "cpu_speed",
@@ -58,10 +59,10 @@ def _create(store: Store, spec: dict) -> Machine:
     if "pool" in kw:
         kw["pool_name"] = kw.pop("pool")
     n = len(store.machines) + 1
-    while f"127.0.2.{n}" in {m.ip for m in store.machines.values()}:
+    while f"{NET}.{n}" in {m.ip for m in store.machines.values()}:
         n += 1
     kw.setdefault("hostname", f"node-{n:02d}")
-    kw.setdefault("ip", f"127.0.2.{n}")
+    kw.setdefault("ip", f"{NET}.{n}")
     kw.setdefault("mac", f"52:54:00:00:{n // 256:02x}:{n % 256:02x}")
     if "status" in kw:
         kw["status"] = _status_number(kw["status"])

@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 
 from lab.maas_sim import names
+from lab.maas_sim.net import NET
 
 NEW, COMMISSIONING, FAILED_COMMISSIONING, MISSING, READY, RESERVED = 0, 1, 2, 3, 4, 5
 DEPLOYED, RETIRED, BROKEN, DEPLOYING, ALLOCATED, FAILED_DEPLOYMENT = 6, 7, 8, 9, 10, 11
@@ -373,7 +374,7 @@ class Store:
                 tags.append("large")
             made.append(self.add_machine(
                 system_id=_rand_id(rng, self.machines), hostname=f"node-{n:02d}",
-                ip=f"127.0.2.{n}", mac=f"52:54:00:00:02:{n:02x}", zone=zones[(n - 1) % len(zones)],
+                ip=f"{NET}.{n}", mac=f"52:54:00:00:02:{n:02x}", zone=zones[(n - 1) % len(zones)],
                 pool_name=pools[(n - 1) * len(pools) // count], cpu_count=cpu,
                 memory=16384 if n % 3 == 0 else 8192, tags=tags,
             ))  # fmt: skip

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from lab.maas_sim import model
 from lab.maas_sim.model import Machine, Store
+from lab.maas_sim.net import CIDR, GATEWAY
 
 API = "/MAAS/api/2.0"
 
@@ -19,7 +20,7 @@ _VLAN = {"vid": 0, "mtu": 1500, "dhcp_on": True, "external_dhcp": None, "relay_v
          "name": "untagged", "fabric": "fabric-0", "primary_rack": None, "secondary_rack": None,
          "space": "undefined", "fabric_id": 0, "resource_uri": f"{API}/vlans/5001/"}  # fmt: skip
 
-_SUBNET = {"name": "127.0.2.0/24", "vlan": _VLAN, "cidr": "127.0.2.0/24", "rdns_mode": 2, "gateway_ip": "127.0.2.254",
+_SUBNET = {"name": CIDR, "vlan": _VLAN, "cidr": CIDR, "rdns_mode": 2, "gateway_ip": GATEWAY,
            "dns_servers": [], "allow_dns": True, "allow_proxy": True, "active_discovery": False, "managed": True,
            "id": 1, "space": "undefined", "resource_uri": f"{API}/subnets/1/"}  # fmt: skip
 

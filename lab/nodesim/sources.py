@@ -67,7 +67,7 @@ def _lab_ips_by_mac(cfg: LabConfig) -> dict[str, str]:
     try:
         from lab.ironic import hosts
 
-        return {h.mac.lower(): h.ip for h in hosts.hosts()}
+        return {h.mac.lower(): h.ip for h in hosts.hosts(net=cfg.net(1))}
     except (ImportError, ValueError):
         return {}
 

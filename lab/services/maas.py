@@ -93,7 +93,8 @@ def up(cfg: LabConfig) -> dict:
         argv += ["--snapshot", os.environ["BMCAPI_MAAS_SNAPSHOT"]]
     if os.environ.get("BMCAPI_MAAS_TIMINGS"):
         argv += ["--timings", os.environ["BMCAPI_MAAS_TIMINGS"]]
-    env = {"PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {"PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "BMCAPI_MAAS_SIM_NET": cfg.net(2)}  # the machines' subnet: this lab's 127.A.2.0/24  # fmt: skip
     process.start(cfg, NAME, argv, env=env, cwd=REPO, ready=lambda: _healthy(cfg), timeout=30)
     return status(cfg)
 

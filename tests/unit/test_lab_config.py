@@ -35,3 +35,55 @@ def test_a_base_out_of_range_is_named(tmp_path, monkeypatch):
     monkeypatch.setenv("BMCAPI_LAB_PORT_BASE", "65530")
     with pytest.raises(ValueError, match="BMCAPI_LAB_PORT_BASE 65530"):
         config.load()
+
+
+def test_a_loopback_prefix_is_validated_and_remembered(tmp_path, monkeypatch):
+    monkeypatch.setenv("BMCAPI_LAB_DIR", str(tmp_path / "lab"))
+    monkeypatch.delenv("BMCAPI_LAB_LOOPBACK", raising=False)
+    assert config.load().loopback == "127.0" and config.load().net(7) == "127.0.7"
+    monkeypatch.setenv("BMCAPI_LAB_LOOPBACK", "127.42.0.0/16")
+    assert config.load().loopback == "127.42"
+    monkeypatch.delenv("BMCAPI_LAB_LOOPBACK")
+    assert config.load().loopback == "127.42"  # remembered in the lab dir
+    for bad in ("10.1", "127.256", "127.1.2"):
+        monkeypatch.setenv("BMCAPI_LAB_LOOPBACK", bad)
+        with pytest.raises(ValueError, match="BMCAPI_LAB_LOOPBACK"):
+            config.load()
+
+
+def test_two_labs_allocate_their_addresses_side_by_side(tmp_path, monkeypatch):
+    """Two lab dirs, two port bases, two loopback prefixes: every address either lab hands out (its Ironic
+    hosts, its MAAS machines' subnet, the workload endpoints its tests and the demo pick) is its own."""
+    import random
+
+    from lab import addresses
+    from lab.ironic import hosts
+
+    labs = {}
+    for name, base, loop in (("a", 31000, "127.0"), ("b", 32000, "127.1")):
+        monkeypatch.setenv("BMCAPI_LAB_DIR", str(tmp_path / name))
+        monkeypatch.setenv("BMCAPI_LAB_PORT_BASE", str(base))
+        monkeypatch.setenv("BMCAPI_LAB_LOOPBACK", loop)
+        labs[name] = config.load()
+    listening: set[tuple[str, int]] = set()  # what both labs' tests have started, interleaved
+
+    def taken(host, port):
+        return (host, port) in listening
+
+    rand = random.Random(7)
+    picked = {"a": set(), "b": set()}
+    for _ in range(100):  # the two labs' tests pick endpoints at the same time
+        for name, cfg in labs.items():
+            for third in (5, 6, 9):
+                host = addresses.free_endpoint(third, cfg=cfg, rand=rand, taken=taken)
+                listening.add((host, 6443))
+                picked[name].add(host)
+    a, b = labs["a"], labs["b"]
+    assert all(h.startswith("127.0.") for h in picked["a"]) and all(h.startswith("127.1.") for h in picked["b"])
+    assert picked["a"].isdisjoint(picked["b"])
+    ips = {n: {h.ip for h in hosts.hosts(12, cfg.net(1))} for n, cfg in labs.items()}
+    assert ips["a"].isdisjoint(ips["b"]) and "127.1.1.3" in ips["b"]
+    assert hosts.inventory(b)["hosts"][0]["ip"] == "127.1.1.1"
+    assert addresses.lab_json(a)["loopback"] == "127.0" and addresses.lab_json(b)["maas_url"].endswith(":32009/MAAS/")
+    assert addresses.here("127.0.6.34", b) == "127.1.6.34"
+    assert {cfg.net(2) for cfg in labs.values()} == {"127.0.2", "127.1.2"}  # the MAAS simulators' subnets

@@ -192,8 +192,12 @@ class Converger:
         infra = (machine.get("spec") or {}).get("infrastructureRef") or {}
         name = meta.name(machine)
         if meta.is_deleting(machine):
-            if infra.get("name") and refs.get_ref(store, infra, ns) is not None:
+            obj = refs.get_ref(store, infra, ns) if infra.get("name") else None
+            if obj is not None and meta.is_deleting(obj):
                 return self.manager.step(infra["name"], ns, check=check)
+            # Cluster API's Machine reconcileDelete deletes the infrastructure machine itself: the provider's
+            # normal flow (which would reach it) stops short for a machine that never got a host or a MAAS
+            # machine ("No available host"), and deprovisioning waited on it forever.
             return capi_machine.reconcile_delete(store, machine, workload=self._client(), check=check)
         if infra.get("kind") != self.infra_kind or not infra.get("name"):
             return runner.Step(done=True, message=f"{name}: infrastructure {infra.get('kind')} is not ours")

@@ -39,6 +39,29 @@ _MAX_ACTIONS_PER_STEP = 8
 _INVALID_STATE = "can not be performed on node"
 
 
+def _discover(c) -> None:
+    """Ironic's version discovery, once, before the connection is used. openstacksdk asks for it lazily and,
+    when that request meets a dropped connection, sends the request that needed it without a microversion:
+    Ironic then answers as API 1.1 (406 "Request not acceptable" for a node create), an error that is not
+    transient. Once discovery has succeeded keystoneauth keeps its answer for the connection's life; a failed
+    one is a transient failure of this step (ConnectionError), and the next step opens a new connection."""
+    try:
+        data = c.baremetal.get_endpoint_data()
+    except Exception as exc:  # noqa: BLE001 - keystoneauth's DiscoveryFailure, a connection error
+        _close(c)
+        raise ConnectionError(f"Ironic API version discovery failed: {type(exc).__name__}: {exc}") from exc
+    if data is None or not data.max_microversion:
+        _close(c)
+        raise ConnectionError("Ironic API version discovery gave no microversion range")
+
+
+def _close(c) -> None:
+    try:
+        c.close()
+    except Exception:  # noqa: BLE001 - closing is best effort
+        pass
+
+
 class IronicDriver:
     name = "ironic"
 
@@ -91,6 +114,7 @@ class IronicDriver:
                 c = openstack.connect(auth_type="none", baremetal_endpoint_override=self.ironic_url, **kwargs)
             else:
                 c = openstack.connect(cloud=self.cloud, **kwargs)
+            _discover(c)
             self._local.conn = c
             with self._lock:
                 self._conns.append(c)

@@ -67,6 +67,10 @@ def power(ctx):
             return ctx.driver.poll
         if resp.status_code == 409:
             return 3.0  # busy
+        if resp.status_code >= 500:  # Ironic (or what is in front of it) failed transiently: the step requeues
+            from openstack import exceptions as osexc
+
+            raise osexc.HttpException(message=f"soft power off: {resp.text[:300]}", response=resp)
         if resp.status_code != 400:  # 400: soft power off not supported, hard as BMO falls back
             return ctx.set_error(S.BMH_ERROR_POWER, f"soft power off failed: HTTP {resp.status_code} {resp.text[:300]}")
     bm.set_node_power_state(node, "power off")

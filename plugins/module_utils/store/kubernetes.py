@@ -30,7 +30,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     StoreUnavailable,
 )
 from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, selectors
-from ansible_collections.baremetal.capi.plugins.module_utils.store import common
+from ansible_collections.baremetal.capi.plugins.module_utils.store import common, retry
 
 try:
     import urllib3
@@ -110,6 +110,10 @@ def api_client(kubeconfig=None, context=None, host=None, api_key=None, ca_cert=N
         conf.ssl_ca_cert = opts["ca_cert"]
     if opts["validate_certs"] is not None:
         conf.verify_ssl = _truthy(opts["validate_certs"])
+    # The store retries transient failures itself (retry.py), knowing which writes a retry may have repeated;
+    # urllib3's own retries would resend a PUT or DELETE whose answer was lost and turn its success into a
+    # Conflict or a NotFound nobody could tell from a real one.
+    conf.retries = urllib3.util.Retry(total=0, redirect=0, raise_on_redirect=False, raise_on_status=False)
     return k8s_client.ApiClient(conf)
 
 
@@ -171,22 +175,79 @@ class KubernetesStore:
         self.client = api_client(kubeconfig, context, host, api_key, ca_cert, validate_certs)
         self.dyn = DynamicClient(self.client, discoverer=_NoDiscovery)
         self.list_page = LIST_PAGE
+        self.retry = retry.Policy()
 
     def close(self) -> None:
         self.client.close()
 
     # -- requests -------------------------------------------------------------
 
+    def _send(self, method: str, url: str, body=None, *, ambiguous_ok: bool = True, **params):
+        """One request, sent again on a transient failure (retry.py); (response, how many were retried).
+
+        ``ambiguous_ok=False`` (a POST with generateName): only failures that certainly wrote nothing (429, a
+        connection that never opened) are retried, since a second such POST would make a second object.
+        """
+        policy = self.retry
+        for attempt in range(policy.attempts):
+            last = attempt + 1 >= policy.attempts
+            try:
+                resp = self.dyn.request(method, url, body=body, serialize=False, _request_timeout=TIMEOUT, **params)
+                return resp, attempt
+            except ApiException as exc:
+                transient = exc.status in retry.TRANSIENT_STATUS or retry.tls_dropped(exc)
+                if last or not transient or (not ambiguous_ok and exc.status != 429):
+                    exc.retried = attempt
+                    raise
+                policy.sleep(policy.delay(attempt, retry.retry_after(exc.headers)))
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                never_sent = isinstance(exc, urllib3.exceptions.NewConnectionError) or isinstance(
+                    getattr(exc, "reason", None), urllib3.exceptions.NewConnectionError
+                )
+                if last or (not ambiguous_ok and not never_sent):
+                    raise StoreUnavailable(
+                        f"cannot reach the Kubernetes API at {self.client.configuration.host}"
+                        f"{f' ({attempt + 1} attempts)' if attempt else ''}: {exc}"
+                    ) from exc
+                policy.sleep(policy.delay(attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def _request(self, method: str, kind: kinds.Kind, where: str, url: str, body=None, **params) -> dict:
+        ambiguous_ok = not (method == "POST" and body and not (body.get("metadata") or {}).get("name"))
         try:
-            resp = self.dyn.request(method, url, body=body, serialize=False, _request_timeout=TIMEOUT, **params)
+            resp, _retried = self._send(method, url, body, ambiguous_ok=ambiguous_ok, **params)
         except ApiException as exc:
-            raise translate(exc, kind, where) from None
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise StoreUnavailable(
-                f"cannot reach the Kubernetes API at {self.client.configuration.host}: {exc}"
-            ) from exc
+            err = translate(exc, kind, where)
+            if getattr(exc, "retried", 0):
+                settled = self._settle(method, kind, url, body, err)
+                if settled is not None:
+                    return settled
+                if isinstance(err, StoreUnavailable):
+                    err = StoreUnavailable(f"{err.message} ({exc.retried + 1} attempts)", obj=err.obj)
+            raise err from None
         return self._clean(json.loads(resp.data), kind)
+
+    def _settle(self, method: str, kind: kinds.Kind, url: str, body, err: CapiError) -> dict | None:
+        """A retried write's second answer when its first attempt may have been applied: the object, if the
+        store now holds what the write asked for (else None: the error stands)."""
+        if method == "DELETE" and isinstance(err, NotFound):
+            return {}
+        if method not in ("POST", "PUT") or not body:
+            return None
+        if method == "PUT" and isinstance(err, NotFound) and not (body.get("metadata") or {}).get("finalizers"):
+            return copy.deepcopy(body)  # the write took the last finalizer of a deleting object: it is gone
+        if method == "POST" and isinstance(err, AlreadyExists):
+            url = f"{url}/{body['metadata']['name']}"
+        elif not (method == "PUT" and isinstance(err, Conflict)):
+            return None
+        try:
+            resp, _ = self._send("GET", url)
+        except (ApiException, StoreUnavailable):
+            return None
+        stored = self._clean(json.loads(resp.data), kind)
+        sent = copy.deepcopy(body)
+        common.merge_string_data(sent)
+        return stored if retry.same_write(stored, sent, status=url.endswith("/status")) else None
 
     @staticmethod
     def _clean(obj: dict, kind: kinds.Kind) -> dict:
@@ -238,9 +299,7 @@ class KubernetesStore:
             try:
                 while True:
                     more = {"_continue": token} if token else {}
-                    resp = self.dyn.request(
-                        "GET", url, serialize=False, _request_timeout=TIMEOUT, limit=self.list_page, **more, **params
-                    )
+                    resp, _ = self._send("GET", url, limit=self.list_page, **more, **params)
                     page = self._clean(json.loads(resp.data), k)
                     pages.append(page["items"])
                     token = (page.get("metadata") or {}).get("continue")
@@ -250,10 +309,6 @@ class KubernetesStore:
                 if exc.status == 410:  # the continue token expired: read the list again from the start
                     continue
                 raise translate(exc, k, where) from None
-            except (urllib3.exceptions.HTTPError, OSError) as exc:
-                raise StoreUnavailable(
-                    f"cannot reach the Kubernetes API at {self.client.configuration.host}: {exc}"
-                ) from exc
         raise StoreUnavailable(f"cannot list {k.plural}: the list kept changing faster than it could be paged")
 
     # -- writes ---------------------------------------------------------------

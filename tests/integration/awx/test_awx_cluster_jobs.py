@@ -30,6 +30,7 @@ from awx_job import (  # noqa: E402
 
 from ansible_collections.baremetal.capi.plugins.module_utils.store.base import open_store  # noqa: E402
 from tests.integration import cni  # noqa: E402
+from tests.integration.net import LOOP  # noqa: E402
 
 pytestmark = pytest.mark.timeout(2400)
 TEMPLATES = {Path(t["playbook"]).stem: t for t in job_templates()}
@@ -67,7 +68,7 @@ def awx_metal3(lab, tmp_path):
             },
             "hardware": {
                 "hostname": f"{name}-h{i}",
-                "nics": [{"name": "enp1s0", "mac": mac % i, "ip": f"127.0.10.{i + 1}"}],
+                "nics": [{"name": "enp1s0", "mac": mac % i, "ip": f"{LOOP}.10.{i + 1}"}],
             },
         }
         for i in range(2)
@@ -78,7 +79,7 @@ def awx_metal3(lab, tmp_path):
         "provider": "metal3",
         # a loopback address of its own: the node simulator serves the cluster's workload API there
         "control_plane_endpoint": {
-            "host": f"127.0.{11 + int(suffix[:2], 16) % 40}.{1 + int(suffix[2:4], 16) % 250}",
+            "host": f"{LOOP}.{11 + int(suffix[:2], 16) % 40}.{1 + int(suffix[2:4], 16) % 250}",
             "port": 6443,
         },
         "control_plane": {"replicas": 1, "image": image, "automated_cleaning_mode": "disabled"},
@@ -88,7 +89,7 @@ def awx_metal3(lab, tmp_path):
                 "name": f"{name}-prov",
                 "spec": {
                     "namePrefix": f"{name}-prov",
-                    "pools": [{"start": "127.0.10.100", "end": "127.0.10.110"}],
+                    "pools": [{"start": f"{LOOP}.10.100", "end": f"{LOOP}.10.110"}],
                     "prefix": 24,
                 },
             }

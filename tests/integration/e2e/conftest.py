@@ -27,6 +27,7 @@ from lab import process
 from lab.config import REPO
 from lab.ironic import hosts as lab_hosts
 from tests.integration import cni
+from tests.integration.net import LOOP
 
 MAAS_FAST = {"deploy": 1.0, "release": 0.3, "erase": 0.3, "commission": 0.3, "power": 0.1}
 RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
@@ -170,7 +171,7 @@ def metal3_description(name: str, ns: str, endpoint: str, inv: dict, octet: int,
             "spec": {"bmc": {"address": f"fake://{name}-host-{i}"}, "bootMACAddress": mac,
                      "automatedCleaningMode": "disabled", "inspectionMode": "disabled"},
             "hardware": {"hostname": f"{name}-host-{i}", "nics": [{"name": "enp1s0", "mac": mac,
-                                                                      "ip": f"127.0.{octet}.{10 + i}"}]},
+                                                                      "ip": f"{LOOP}.{octet}.{10 + i}"}]},
         })  # fmt: skip
     return {
         "name": name,
@@ -181,7 +182,7 @@ def metal3_description(name: str, ns: str, endpoint: str, inv: dict, octet: int,
         "control_plane": {"replicas": 1, "image": image, "automated_cleaning_mode": "disabled"},
         "workers": [{"name": "md-0", "replicas": 1, "image": image, "automated_cleaning_mode": "disabled"}],
         "ip_pools": [{"name": f"{name}-prov", "spec": {"namePrefix": f"{name}-prov", "prefix": 24,
-                      "pools": [{"start": f"127.0.{octet}.100", "end": f"127.0.{octet}.120"}]}}],
+                      "pools": [{"start": f"{LOOP}.{octet}.100", "end": f"{LOOP}.{octet}.120"}]}}],
         "data_template": {"spec": {
             "metaData": {"strings": [{"key": "cluster", "value": name}]},
             "networkData": {

@@ -15,6 +15,8 @@ import openstack
 import pytest
 from kubernetes import client as k8s
 
+from tests.integration.net import LOOP
+
 from .conftest import E2E, free_endpoint, metal3_description, new_names
 
 pytestmark = pytest.mark.timeout(2400)
@@ -90,7 +92,7 @@ def test_metal3_provision_rerun_scale_kill_deprovision(e2e_lab, ironic_inventory
     inv = ironic_inventory
     name, ns = new_names("m")
     octet = random.randint(100, 199)
-    desc = metal3_description(name, ns, free_endpoint("127.0.9"), inv, octet)
+    desc = metal3_description(name, ns, free_endpoint(f"{LOOP}.9"), inv, octet)
     driver = {"ironic_url": inv["ironic"]["url"], "boot_iso": inv["images"]["boot_iso"], "poll": 1}
     e = E2E(e2e_lab, tmp_path, "metal3", desc, {"capi_host_driver_options": driver, "capi_no_log_hosts": False})
     try:

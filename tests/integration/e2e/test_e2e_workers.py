@@ -22,6 +22,7 @@ import pytest
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
 from lab.config import REPO
 from lab.nodesim import client as nodesim
+from tests.integration.net import LOOP
 
 from .conftest import E2E, free_endpoint, new_names
 from .test_e2e_metal3 import _description
@@ -83,7 +84,7 @@ def _roll(e: E2E, desc: dict, surge: int, unavailable: int, max_pods: str) -> No
 def test_worker_rollouts_and_health_check(e2e_lab, ironic_inventory, tmp_path):
     inv = ironic_inventory
     name, ns = new_names("w")
-    desc = _description(name, ns, free_endpoint("127.0.9"), inv, random.randint(100, 199))
+    desc = _description(name, ns, free_endpoint(f"{LOOP}.9"), inv, random.randint(100, 199))
     # 1 control plane, 3 workers, hosts spare for the surge and the replacements
     desc["hosts"] = _hosts(name, desc, 6)
     desc["workers"][0]["replicas"] = REPLICAS
@@ -108,7 +109,7 @@ def _hosts(name: str, desc: dict, count: int) -> list[dict]:
             "name": f"{name}-host-{i}",
             "spec": {**template["spec"], "bmc": {"address": f"fake://{name}-host-{i}"}, "bootMACAddress": mac},
             "hardware": {"hostname": f"{name}-host-{i}",
-                         "nics": [{"name": "enp1s0", "mac": mac, "ip": f"127.0.{octet}.{10 + i}"}]},
+                         "nics": [{"name": "enp1s0", "mac": mac, "ip": f"{LOOP}.{octet}.{10 + i}"}]},
         })  # fmt: skip
     return out
 

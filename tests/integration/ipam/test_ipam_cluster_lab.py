@@ -27,6 +27,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds,
 from lab.ironic import iso
 from lab.services import kube as kube_svc
 from tests.integration.e2e.conftest import E2E, free_endpoint, metal3_description, new_names
+from tests.integration.net import LOOP
 
 pytestmark = pytest.mark.timeout(1800)
 
@@ -36,7 +37,7 @@ EXT_RANGE = ("192.0.2.10", "192.0.2.20")
 
 
 def _description(name, ns, inv, octet):
-    desc = metal3_description(name, ns, free_endpoint("127.0.9"), inv, octet, hosts=2)
+    desc = metal3_description(name, ns, free_endpoint(f"{LOOP}.9"), inv, octet, hosts=2)
     ext = f"{name}-ext"
     ext_ref = {"apiGroup": kinds.M3IPAM_GROUP, "kind": "IPPool", "name": ext}
     desc["ip_pools"].append(

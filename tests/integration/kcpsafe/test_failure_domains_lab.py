@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from tests.integration.e2e.conftest import E2E, free_endpoint, new_names
+from tests.integration.net import LOOP
 
 pytestmark = pytest.mark.timeout(2400)
 
@@ -33,7 +34,7 @@ def _metal3_description(name, ns, endpoint, inv, octet):
             "spec": {"bmc": {"address": f"fake://{name}-host-{i}"}, "bootMACAddress": mac,
                      "automatedCleaningMode": "disabled", "inspectionMode": "disabled"},
             "hardware": {"hostname": f"{name}-host-{i}", "nics": [{"name": "enp1s0", "mac": mac,
-                                                                      "ip": f"127.0.{octet}.{10 + i}"}]},
+                                                                      "ip": f"{LOOP}.{octet}.{10 + i}"}]},
         })  # fmt: skip
     return {
         "name": name,
@@ -45,7 +46,7 @@ def _metal3_description(name, ns, endpoint, inv, octet):
                           "failure_domains": list(DOMAINS)},
         "workers": [],
         "ip_pools": [{"name": f"{name}-prov", "spec": {"namePrefix": f"{name}-prov", "prefix": 24,
-                      "pools": [{"start": f"127.0.{octet}.100", "end": f"127.0.{octet}.120"}]}}],
+                      "pools": [{"start": f"{LOOP}.{octet}.100", "end": f"{LOOP}.{octet}.120"}]}}],
         "data_template": {"spec": {
             "metaData": {"strings": [{"key": "cluster", "value": name}]},
             "networkData": {
@@ -74,7 +75,7 @@ def _control_planes(e: E2E) -> dict[str, dict]:
 def test_metal3_control_plane_spread_over_failure_domains(e2e_lab, ironic_inventory, tmp_path):
     inv = ironic_inventory
     name, ns = new_names("f")
-    desc = _metal3_description(name, ns, free_endpoint("127.0.9"), inv, random.randint(100, 199))
+    desc = _metal3_description(name, ns, free_endpoint(f"{LOOP}.9"), inv, random.randint(100, 199))
     driver = {"ironic_url": inv["ironic"]["url"], "boot_iso": inv["images"]["boot_iso"], "poll": 1}
     e = E2E(e2e_lab, tmp_path, "metal3", desc, {"capi_host_driver_options": driver, "capi_no_log_hosts": False})
     try:

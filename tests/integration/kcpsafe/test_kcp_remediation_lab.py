@@ -22,6 +22,7 @@ from kubernetes import config as kconfig
 from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import certificates
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, names
 from tests.integration.e2e.conftest import E2E, free_endpoint, metal3_description, new_names
+from tests.integration.net import LOOP
 
 pytestmark = pytest.mark.timeout(1800)
 
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.timeout(1800)
 def test_single_control_plane_marked_unhealthy_is_kept_then_kubeconfig_renewed(e2e_lab, ironic_inventory, tmp_path):
     inv = ironic_inventory
     name, ns = new_names("r")
-    desc = metal3_description(name, ns, free_endpoint("127.0.9"), inv, random.randint(100, 199))
+    desc = metal3_description(name, ns, free_endpoint(f"{LOOP}.9"), inv, random.randint(100, 199))
     desc["workers"] = []
     driver = {"ironic_url": inv["ironic"]["url"], "boot_iso": inv["images"]["boot_iso"], "poll": 1}
     e = E2E(e2e_lab, tmp_path, "metal3", desc, {"capi_host_driver_options": driver, "capi_no_log_hosts": False})

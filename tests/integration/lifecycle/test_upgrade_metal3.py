@@ -21,6 +21,7 @@ import yaml
 
 from tests.integration.e2e.conftest import E2E, free_endpoint, metal3_description, new_names
 from tests.integration.e2e.test_e2e_metal3 import _ironic
+from tests.integration.net import LOOP
 
 from .watch import Watch
 
@@ -87,7 +88,7 @@ def test_metal3_upgrade_scale_surge0_and_kill(e2e_lab, ironic_inventory, tmp_pat
     inv = ironic_inventory
     name, ns = new_names("u")
     octet = random.randint(100, 199)
-    desc = metal3_description(name, ns, free_endpoint("127.0.9"), inv, octet)
+    desc = metal3_description(name, ns, free_endpoint(f"{LOOP}.9"), inv, octet)
     # 3 control planes + 1 worker, and 1 host to spare for the surge
     hosts = desc["hosts"]
     for i in range(4, 6):
@@ -98,7 +99,7 @@ def test_metal3_upgrade_scale_surge0_and_kill(e2e_lab, ironic_inventory, tmp_pat
         h["spec"]["bootMACAddress"] = mac
         h["hardware"] = {
             "hostname": h["name"],
-            "nics": [{"name": "enp1s0", "mac": mac, "ip": f"127.0.{octet}.{10 + i}"}],
+            "nics": [{"name": "enp1s0", "mac": mac, "ip": f"{LOOP}.{octet}.{10 + i}"}],
         }
         hosts.append(h)
     desc["control_plane"]["replicas"] = 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 from tests.integration.maas import objects
+from tests.integration.net import LOOP
 
 NS = "default"
 
@@ -45,9 +46,9 @@ def test_dns_record_follows_running_control_planes_and_is_never_emptied(sim, pla
     r = play("maas_cluster", {"name": cname})
     assert not r.get("failed"), r
     fqdn = r["dns_name"]
-    ips = ["127.0.9.3", "127.0.9.1", "127.0.9.2"]
+    ips = [f"{LOOP}.9.3", f"{LOOP}.9.1", f"{LOOP}.9.2"]
     cps = [_cp(store, cname, f"cp-{i}", ip) for i, ip in enumerate(ips)]
-    worker = _cp(store, cname, "w-0", "127.0.9.50")
+    worker = _cp(store, cname, "w-0", f"{LOOP}.9.50")
     worker["metadata"]["labels"].pop("cluster.x-k8s.io/control-plane")
     store.update(worker)
 
@@ -66,19 +67,19 @@ def test_dns_record_follows_running_control_planes_and_is_never_emptied(sim, pla
     # one control plane off: it leaves the record
     _set(store, cps[0], powered=False, state="Deployed", ip=ips[0])
     r = play("maas_dns", {"cluster": cname})
-    assert r["changed"] and sim.dns_ips(fqdn) == ["127.0.9.1", "127.0.9.2"], r
+    assert r["changed"] and sim.dns_ips(fqdn) == [f"{LOOP}.9.1", f"{LOOP}.9.2"], r
     # all of them off (PCP-6608): the record keeps what it has
     for cp, ip in zip(cps[1:], ips[1:], strict=True):
         _set(store, cp, powered=False, state="Deployed", ip=ip)
     r = play("maas_dns", {"cluster": cname})
     assert not r.get("failed") and r["changed"] is False and "kept" in r["message"], r
-    assert sim.dns_ips(fqdn) == ["127.0.9.1", "127.0.9.2"]
+    assert sim.dns_ips(fqdn) == [f"{LOOP}.9.1", f"{LOOP}.9.2"]
 
     # back on, with a preferred subnet that holds one of them
     for cp, ip in zip(cps, ips, strict=True):
         _set(store, cp, powered=True, state="Deployed", ip=ip)
-    r = play("maas_dns", {"cluster": cname, "preferred_subnets": ["127.0.9.2/32"]})
-    assert r["changed"] and sim.dns_ips(fqdn) == ["127.0.9.2"], r
+    r = play("maas_dns", {"cluster": cname, "preferred_subnets": [f"{LOOP}.9.2/32"]})
+    assert r["changed"] and sim.dns_ips(fqdn) == [f"{LOOP}.9.2"], r
 
     # the cluster goes: the MaasMachines first, then the record with it
     for name in ("cp-0", "cp-1", "cp-2", "w-0"):

@@ -13,6 +13,7 @@ import uuid
 from urllib.parse import quote
 
 from tests.integration.maas import objects
+from tests.integration.net import LOOP
 from tests.integration.nodesim import cabpk
 
 NS = "default"
@@ -31,7 +32,7 @@ def _host(sim, host_id: int) -> dict:
 
 
 def test_worker_pool_on_an_lxd_vm_host(sim, play, store, tag, maas_lab):
-    address = f"127.0.3.{int(tag[1:3], 16) % 250 + 1}:{8443 + int(tag[3:6], 16) % 1000}"
+    address = f"{LOOP}.3.{int(tag[1:3], 16) % 250 + 1}:{8443 + int(tag[3:6], 16) % 1000}"
     sim.ctl("POST", "lxd-hosts", {"address": address, "cores": 8, "memory": 16384, "storage": 200_000_000_000})
     resp = sim.http.post(sim.api + "vm-hosts/", headers=_auth(sim.apikey), timeout=30,
                          data={"type": "lxd", "power_address": f"https://{address}", "name": f"lxd-{tag}",

@@ -7,6 +7,8 @@ import pytest
 from maas.client.bones import CallError
 from maas.client.enum import InterfaceType, LinkMode
 
+from tests.integration.net import LOOP
+
 SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGJ1cnN0IG9mIGJpdHMgZm9yIGEgbGFiIGtleQ lab@test"
 
 
@@ -17,9 +19,9 @@ def test_fabrics_vlans_subnets_spaces(client):
     assert (vlan.vid, vlan.mtu, vlan.dhcp_on, vlan.fabric.id) == (0, 1500, True, 0)
     assert client._origin.session.Vlan.read(fabric_id=0, vid=0)["id"] == vlan.id
     subnet = client.subnets.list()[0]
-    assert (subnet.cidr, subnet.gateway_ip, subnet.managed, subnet.vlan.id) == ("127.0.2.0/24", "127.0.2.254", True,
+    assert (subnet.cidr, subnet.gateway_ip, subnet.managed, subnet.vlan.id) == (f"{LOOP}.2.0/24", f"{LOOP}.2.254", True,
                                                                               vlan.id)  # fmt: skip
-    assert client.subnets.get(subnet.id).cidr == "127.0.2.0/24"
+    assert client.subnets.get(subnet.id).cidr == f"{LOOP}.2.0/24"
     spaces = client.spaces.list()
     assert [(s.id, s.name) for s in spaces] == [(-1, "undefined")]
 
@@ -29,7 +31,7 @@ def test_machine_interfaces_block_devices_and_create_bridge(client, sim, tag):
     machine = client.machines.get(m["system_id"])
     (eth0,) = machine.interfaces
     assert (eth0.name, eth0.type, eth0.mac_address) == ("eth0", InterfaceType.PHYSICAL, m["mac_address"])
-    assert eth0.links[0].mode == LinkMode.AUTO and eth0.links[0].subnet.cidr == "127.0.2.0/24"
+    assert eth0.links[0].mode == LinkMode.AUTO and eth0.links[0].subnet.cidr == f"{LOOP}.2.0/24"
     (disk,) = machine.block_devices
     assert (disk.name, disk.size, disk.block_size) == ("sda", 64_000_000_000, 512)
     # CAPMAAS's HCP path: POST nodes/{id}/interfaces/ op=create_bridge name=br0 parent=<boot interface id>
@@ -91,17 +93,17 @@ def test_ipaddresses_reserve_and_list(sim, tag):
     sim.call("POST", f"machines/{m['system_id']}/", params={"op": "deploy"})
     mine = sim.call("GET", "ipaddresses/").json()
     assert m["ip"] in {a["ip"] for a in mine}
-    reserved = sim.call("POST", "ipaddresses/", params={"op": "reserve"}, data={"ip": "127.0.2.200"})
+    reserved = sim.call("POST", "ipaddresses/", params={"op": "reserve"}, data={"ip": f"{LOOP}.2.200"})
     assert (reserved.status_code, reserved.json()["alloc_type_name"]) == (200, "User reserved"), reserved.text
     try:
-        again = sim.call("POST", "ipaddresses/", params={"op": "reserve"}, data={"ip": "127.0.2.200"})
+        again = sim.call("POST", "ipaddresses/", params={"op": "reserve"}, data={"ip": f"{LOOP}.2.200"})
         assert again.status_code == 400 and "already in use" in again.text
         outside = sim.call("POST", "ipaddresses/", params={"op": "reserve"}, data={"ip": "10.9.9.9"})
         assert outside.status_code == 400
         used = sim.call("GET", "subnets/1/", params={"op": "ip_addresses"}).json()
-        assert {"127.0.2.200", m["ip"]} <= {a["ip"] for a in used}
+        assert {f"{LOOP}.2.200", m["ip"]} <= {a["ip"] for a in used}
     finally:
-        assert sim.call("POST", "ipaddresses/", params={"op": "release"}, data={"ip": "127.0.2.200"}).ok
+        assert sim.call("POST", "ipaddresses/", params={"op": "release"}, data={"ip": f"{LOOP}.2.200"}).ok
 
 
 def test_static_ip_on_the_boot_interface(client, sim, tag):
@@ -121,9 +123,9 @@ def test_static_ip_on_the_boot_interface(client, sim, tag):
                                       ip_address="10.1.2.3")  # fmt: skip
     assert err.value.status == 400 and b"not in the given subnet" in err.value.content
     eth0 = client.machines.get(m["system_id"]).boot_interface
-    link = eth0.links.create(LinkMode.STATIC, subnet=client.subnets.get(1), ip_address="127.0.2.240")
-    assert (link.mode, link.ip_address) == (LinkMode.STATIC, "127.0.2.240")
+    link = eth0.links.create(LinkMode.STATIC, subnet=client.subnets.get(1), ip_address=f"{LOOP}.2.240")
+    assert (link.mode, link.ip_address) == (LinkMode.STATIC, f"{LOOP}.2.240")
     machine = client.machines.get(m["system_id"])
-    assert machine.ip_addresses == ["127.0.2.240"]  # a sticky address shows before deployment too
+    assert machine.ip_addresses == [f"{LOOP}.2.240"]  # a sticky address shows before deployment too
     machine.deploy()
-    assert sim.state(m["system_id"])["ip"] == "127.0.2.240"
+    assert sim.state(m["system_id"])["ip"] == f"{LOOP}.2.240"

@@ -9,6 +9,8 @@ import pytest
 import requests
 from requests_oauthlib import OAuth1
 
+from tests.integration.net import LOOP
+
 # Fields of src/maasserver/api/examples/machines.json "machines-deploy" a client may read.
 EXAMPLE_MACHINE_KEYS = {
     "address_ttl", "architecture", "bcaches", "bios_boot_method", "blockdevice_set", "boot_disk", "boot_interface",
@@ -266,7 +268,7 @@ def test_injected_http_faults(sim):
 
 def test_control_api_shows_machine_state(sim, tag):
     target = sim.seed({"cpu_count": 6, "memory": 12288}, tag=tag)[0]
-    assert target["ip"].startswith("127.0.2.") and target["status_name"] == "Ready"
+    assert target["ip"].startswith(f"{LOOP}.2.") and target["status_name"] == "Ready"
     listed = {m["system_id"]: m for m in sim.ctl("GET", "machines")}
     assert {"system_id", "hostname", "status_name", "power_state", "ip", "user_data"} <= set(
         listed[target["system_id"]]

@@ -13,6 +13,8 @@ from maas.client.bones import CallError
 from maas.client.enum import NodeStatus, PowerState
 from maas.client.viscera.machines import FailedDeployment, MachineNotFound
 
+from tests.integration.net import LOOP
+
 USER_DATA = b"#cloud-config\nruncmd:\n  - kubeadm join 127.0.0.1:6443 --token abc.def\n"
 
 
@@ -109,8 +111,8 @@ def test_dns_resource_create_update_delete_through_bones(client, sim):
     assert (created["fqdn"], created["address_ttl"], created["ip_addresses"]) == (fqdn, 10, [])
     found = session.DNSResources.read(fqdn=fqdn)
     assert [r["id"] for r in found] == [created["id"]]
-    updated = session.DNSResource.update(id=created["id"], ip_addresses="127.0.2.1 127.0.2.2")
-    assert [a["ip"] for a in updated["ip_addresses"]] == ["127.0.2.1", "127.0.2.2"]
+    updated = session.DNSResource.update(id=created["id"], ip_addresses=f"{LOOP}.2.1 {LOOP}.2.2")
+    assert [a["ip"] for a in updated["ip_addresses"]] == [f"{LOOP}.2.1", f"{LOOP}.2.2"]
     assert session.DNSResource.read(id=created["id"])["ip_addresses"] == updated["ip_addresses"]
     assert session.DNSResource.delete(id=created["id"]) == b""
     assert session.DNSResources.read(fqdn=fqdn) == []

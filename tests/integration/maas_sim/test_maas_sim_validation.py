@@ -9,6 +9,7 @@ import uuid
 import requests
 
 from lab.maas_sim import names
+from tests.integration.net import LOOP
 
 
 def _err(resp):
@@ -55,13 +56,16 @@ def test_dns_resources_need_a_domain_and_a_valid_label(sim):
     dom = f"z{suffix}.example"
     assert sim.call("POST", "domains/", data={"name": dom}).status_code == 200
     required = {"domain": ["This field is required."]}
-    assert _err(sim.call("POST", "dnsresources/", data={"name": "api", "ip_addresses": "127.0.2.1"})) == (400, required)
+    assert _err(sim.call("POST", "dnsresources/", data={"name": "api", "ip_addresses": f"{LOOP}.2.1"})) == (
+        400,
+        required,
+    )
     assert _err(sim.call("POST", "dnsresources/", data={"fqdn": "single-label"})) == (400, required)
     bad = sim.call("POST", "dnsresources/", data={"fqdn": f"bad_name.{dom}"})
     assert _err(bad) == (400, {"name": ["Invalid dnsresource name: bad_name."]})
     ttl = sim.call("POST", "dnsresources/", data={"fqdn": f"api.{dom}", "address_ttl": "-5"})
     assert _err(ttl) == (400, {"address_ttl": ["Ensure this value is greater than or equal to 0."]})
-    fields = {"fqdn": f"api.{dom}", "address_ttl": "10", "ip_addresses": "127.0.2.9"}
+    fields = {"fqdn": f"api.{dom}", "address_ttl": "10", "ip_addresses": f"{LOOP}.2.9"}
     ok = sim.call("POST", "dnsresources/", data=fields)
     assert ok.status_code == 200, ok.text
     # a filter naming a domain MAAS does not have: 404, not an empty list

@@ -28,6 +28,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import
 from lab import process
 from lab.config import REPO
 from lab.ironic import hosts as lab_hosts
+from tests.integration.net import LOOP
 
 K8S_VERSION = "v1.34.4"
 INFRA = "infrastructure.cluster.x-k8s.io"
@@ -128,7 +129,7 @@ class MachineLab:
             "labels": labels or None,
             "hardware": {
                 "hostname": f"host-{i}",
-                "nics": [{"name": "enp1s0", "mac": mac, "ip": f"127.0.4.{10 + i}"}],
+                "nics": [{"name": "enp1s0", "mac": mac, "ip": f"{LOOP}.4.{10 + i}"}],
             },
         }
 
@@ -253,7 +254,7 @@ def machine_lab_inventory(lab):
 def endpoint():
     """A free controlPlaneEndpoint on a loopback address of its own, kubeadm's default port."""
     for _ in range(50):
-        host = f"127.0.5.{random.randint(2, 250)}"
+        host = f"{LOOP}.5.{random.randint(2, 250)}"
         if not process.port_open(host, 6443):
             return f"{host}:6443"
     pytest.fail("no free 127.0.5.x:6443")

@@ -16,11 +16,13 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
+from tests.integration.net import LOOP
+
 from .conftest import INFRA, eventually
 
 pytestmark = pytest.mark.timeout(1500)
 
-POOL = {"namePrefix": "prov", "pools": [{"start": "127.0.4.100", "end": "127.0.4.120"}], "prefix": 24}
+POOL = {"namePrefix": "prov", "pools": [{"start": f"{LOOP}.4.100", "end": f"{LOOP}.4.120"}], "prefix": 24}
 TEMPLATE = {
     "metaData": {"strings": [{"key": "cluster-role", "value": "lab"}]},
     "networkData": {
@@ -159,7 +161,7 @@ def test_three_machines_provision_provider_id_rerun_delete(mlab, redfish, n_host
         md = _secret_payload(ml, f"{name}-metadata", "metaData")
         assert md["providerid"] == f"{ml.ns}/{host}/{name}" and md["cluster-role"] == "lab"
         nd = _secret_payload(ml, f"{name}-networkdata", "networkData")
-        assert nd["networks"][0]["ip_address"].startswith("127.0.4.1")
+        assert nd["networks"][0]["ip_address"].startswith(f"{LOOP}.4.1")
         # Ironic: deployed (the lab deploys with the ramdisk interface from its boot ISO); the Node below
         # joined with the bootstrap data, which only the config drive of this deploy carried
         node = ml.node(host)

@@ -12,6 +12,7 @@ from kubernetes.client.exceptions import ApiException
 
 from lab import process
 from lab.nodesim import client as nodesim
+from tests.integration.net import LOOP
 
 # What the kubernetes client raises while a workload API server is not (yet, or any more) serving.
 UNREACHABLE = (ApiException, urllib3.exceptions.HTTPError, OSError)
@@ -84,7 +85,7 @@ def fake_nodes(ironic):
 def endpoint():
     """A free controlPlaneEndpoint on a loopback address of its own, kubeadm's default port."""
     for _ in range(50):
-        host = f"127.0.3.{random.randint(2, 250)}"
+        host = f"{LOOP}.3.{random.randint(2, 250)}"
         if not process.port_open(host, 6443):
             return f"{host}:6443"
     pytest.fail("no free 127.0.3.x:6443")

@@ -20,6 +20,7 @@ from lab import process
 from lab.kube_build import pki
 from lab.nodesim import client as nodesim
 from lab.nodesim import clusters, etcd
+from tests.integration.net import LOOP
 
 from .conftest import UNREACHABLE, eventually, install_cni, ready_status, workload_client
 from .test_collection_bootstrap import _certs, _spec
@@ -32,7 +33,7 @@ KCP_CLIENT_CN = "cluster-api.x-k8s.io"
 def _free_ips(count: int) -> list[str]:
     ips: list[str] = []
     while len(ips) < count:
-        ip = f"127.0.8.{random.randint(2, 250)}"
+        ip = f"{LOOP}.8.{random.randint(2, 250)}"
         if ip not in ips and not any(process.port_open(ip, p) for p in (etcd.CLIENT_PORT, etcd.PEER_PORT)):
             ips.append(ip)
     return ips

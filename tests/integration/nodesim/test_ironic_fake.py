@@ -10,6 +10,7 @@ from kubernetes import client as k
 
 from lab.nodesim import client as nodesim
 from lab.nodesim import clusters
+from tests.integration.net import LOOP
 
 from . import cabpk
 from .conftest import UNREACHABLE, eventually, install_cni, ready_status, workload_client
@@ -63,7 +64,7 @@ def test_init_two_joins_ready_nodes_and_power_off(nodesim_lab, ironic, fake_node
     machines = {cp.id: f"{cluster}-cp-0", w1.id: f"{cluster}-md-0", w2.id: f"{cluster}-md-1"}
     labels = {"metal3.io/uuid": cp.id, "node.kubernetes.io/pool": "cp"}
     _deploy(ironic, cp, cabpk.init_data(cluster, endpoint, ca, labels=labels), _meta(ns, cp.name, machines[cp.id]),
-            "127.0.3.251")  # fmt: skip
+            f"{LOOP}.3.251")  # fmt: skip
 
     # kubeadm init: the cluster's own API server on the controlPlaneEndpoint, serving with the cluster CA
     kubeconfig = cabpk.admin_kubeconfig(cluster, endpoint, ca)
@@ -92,7 +93,7 @@ def test_init_two_joins_ready_nodes_and_power_off(nodesim_lab, ironic, fake_node
     # CABPK makes the join token in the workload cluster once the control plane is initialized
     token = cabpk.new_token()
     core.create_namespaced_secret("kube-system", cabpk.token_secret(token))
-    for node, ip in ((w1, "127.0.3.252"), (w2, "127.0.3.253")):
+    for node, ip in ((w1, f"{LOOP}.3.252"), (w2, f"{LOOP}.3.253")):
         data = cabpk.join_data(endpoint, ca[0], token, labels={"metal3.io/uuid": node.id})
         _deploy(ironic, node, data, _meta(ns, node.name, machines[node.id]), ip)
 
@@ -104,7 +105,7 @@ def test_init_two_joins_ready_nodes_and_power_off(nodesim_lab, ironic, fake_node
         three_ready, "three Ready Nodes", last=lambda: {n: ready_status(v) for n, v in _nodes(core).items()}
     )
     assert set(nodes) == set(machines.values())
-    for ironic_node, ip in ((cp, "127.0.3.251"), (w1, "127.0.3.252"), (w2, "127.0.3.253")):
+    for ironic_node, ip in ((cp, f"{LOOP}.3.251"), (w1, f"{LOOP}.3.252"), (w2, f"{LOOP}.3.253")):
         node = nodes[machines[ironic_node.id]]
         assert node.spec.provider_id == f"metal3://{ns}/{ironic_node.name}/{machines[ironic_node.id]}"
         assert node.metadata.labels["metal3.io/uuid"] == ironic_node.id
@@ -163,7 +164,7 @@ def test_join_checks_token_and_ca_hash(nodesim_lab, ironic, fake_nodes, endpoint
     cfg = nodesim_lab.cfg
     ca, other_ca = cabpk.new_cluster_ca(), cabpk.new_cluster_ca()
     cp, good, bad = fake_nodes(3)
-    _deploy(ironic, cp, cabpk.init_data("chk", endpoint, ca), _meta("ns", cp.name, "chk-cp-0"), "127.0.3.250")
+    _deploy(ironic, cp, cabpk.init_data("chk", endpoint, ca), _meta("ns", cp.name, "chk-cp-0"), f"{LOOP}.3.250")
     core = k.CoreV1Api(workload_client(cabpk.admin_kubeconfig("chk", endpoint, ca), tmp_path))
 
     def node_names():
@@ -174,7 +175,10 @@ def test_join_checks_token_and_ca_hash(nodesim_lab, ironic, fake_nodes, endpoint
 
     eventually(lambda: "chk-cp-0" in node_names(), "the init Node")
     token = cabpk.new_token()
-    for node, pinned, name, ip in ((good, ca, "chk-md-0", "127.0.3.249"), (bad, other_ca, "chk-md-1", "127.0.3.248")):
+    for node, pinned, name, ip in (
+        (good, ca, "chk-md-0", f"{LOOP}.3.249"),
+        (bad, other_ca, "chk-md-1", f"{LOOP}.3.248"),
+    ):
         _deploy(ironic, node, cabpk.join_data(endpoint, pinned[0], token), _meta("ns", node.name, name), ip)
 
     # no bootstrap-token-<id> Secret yet: kubeadm's discovery keeps trying

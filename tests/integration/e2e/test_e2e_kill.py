@@ -1,0 +1,103 @@
+"""kill -9 at 8 random points of provision_cluster.yml and of deprovision_cluster.yml (issue 20), each kill
+followed by the next run: the last run converges, and a leak check finds nothing - no host claimed by a machine
+that does not exist, no claim, address, data or data template without its machine, nothing stuck deleting on a
+finalizer, Ironic holding exactly the claimed hosts active; after the deprovisioning, nothing of the cluster left
+but the hosts the user registered."""
+
+from __future__ import annotations
+
+import random
+
+import openstack
+import pytest
+
+from tests.integration.net import LOOP
+
+from .conftest import E2E, free_endpoint, metal3_description, new_names
+
+pytestmark = pytest.mark.timeout(3600)
+
+KILLS = 8
+OWNED = ("Cluster", "Metal3Cluster", "KubeadmControlPlane", "MachineDeployment", "MachineSet", "Machine",
+         "Metal3Machine", "KubeadmConfig", "Metal3DataClaim", "Metal3Data", "Metal3DataTemplate", "IPClaim",
+         "IPAddress.ipam.metal3.io")  # fmt: skip
+EVERY = (*OWNED, "BareMetalHost", "Secret", "IPPool", "Metal3MachineTemplate", "KubeadmConfigTemplate")
+
+
+def _ironic(url: str, ns: str) -> dict[str, str]:
+    conn = openstack.connect(auth_type="none", baremetal_endpoint_override=url)
+    try:
+        return {n.name.split("~", 1)[1]: n.provision_state
+                for n in conn.baremetal.nodes(fields=["name", "provision_state"])
+                if (n.name or "").startswith(ns + "~")}  # fmt: skip
+    finally:
+        conn.close()
+
+
+def _stuck(s, ns: str) -> list[str]:
+    return [f"{kind} {o['metadata']['name']}" for kind in EVERY for o in s.list(kind, ns)
+            if o["metadata"].get("deletionTimestamp")]  # fmt: skip
+
+
+def leaks_after_provision(e: E2E, ironic_url: str) -> list[str]:
+    found = []
+    s = e.store()
+    try:
+        machines = {m["metadata"]["name"] for m in s.list("Machine", e.ns)}
+        m3ms = {m["metadata"]["name"] for m in s.list("Metal3Machine", e.ns)}
+        claimed = {h["metadata"]["name"]: h["spec"]["consumerRef"]["name"]
+                   for h in s.list("BareMetalHost", e.ns) if h["spec"].get("consumerRef")}  # fmt: skip
+        if m3ms != machines:
+            found.append(f"Metal3Machines {sorted(m3ms)} != Machines {sorted(machines)}")
+        if set(claimed.values()) != m3ms or len(claimed) != len(m3ms):
+            found.append(f"host claims {claimed} != Metal3Machines {sorted(m3ms)}")
+        for kind in ("Metal3DataClaim", "Metal3Data", "IPClaim", "IPAddress.ipam.metal3.io"):
+            n = len(s.list(kind, e.ns))
+            if n != len(machines):
+                found.append(f"{n} {kind} for {len(machines)} machines")
+        found += [f"stuck deleting: {x}" for x in _stuck(s, e.ns)]
+    finally:
+        s.close()
+    active = {h for h, st in _ironic(ironic_url, e.ns).items() if st == "active"}
+    if active != set(claimed):
+        found.append(f"Ironic active {sorted(active)} != claimed {sorted(claimed)}")
+    return found
+
+
+def leaks_after_deprovision(e: E2E, host_names: set[str]) -> list[str]:
+    s = e.store()
+    try:
+        found = [f"{kind} {o['metadata']['name']} left" for kind in OWNED for o in s.list(kind, e.ns)]
+        found += [f"stuck deleting: {x}" for x in _stuck(s, e.ns)]
+        hosts = s.list("BareMetalHost", e.ns)
+        if {h["metadata"]["name"] for h in hosts} != host_names:
+            found.append(f"hosts {sorted(h['metadata']['name'] for h in hosts)} != registered {sorted(host_names)}")
+        found += [f"host {h['metadata']['name']} still claimed" for h in hosts if h["spec"].get("consumerRef")]
+    finally:
+        s.close()
+    return found
+
+
+def test_kill_9_at_eight_points_of_provision_and_of_deprovision(e2e_lab, ironic_inventory, tmp_path):
+    inv = ironic_inventory
+    name, ns = new_names("k")
+    desc = metal3_description(name, ns, free_endpoint(f"{LOOP}.9"), inv, random.randint(100, 199))
+    driver = {"ironic_url": inv["ironic"]["url"], "boot_iso": inv["images"]["boot_iso"], "poll": 1}
+    e = E2E(e2e_lab, tmp_path, "metal3", desc, {"capi_host_driver_options": driver})
+    hosts = {h["name"] for h in desc["hosts"]}
+    try:
+        outcomes = [e.play_killed("provision_cluster.yml", None, random.uniform(2, 40)) for _ in range(KILLS)]
+        print("provision kills:", outcomes)
+        run = e.play("provision_cluster.yml")
+        assert run.failed == 0
+        assert leaks_after_provision(e, inv["ironic"]["url"]) == []
+        assert e.play("provision_cluster.yml").changed == 0  # converged: a re-run changes nothing
+
+        outcomes = [e.play_killed("deprovision_cluster.yml", None, random.uniform(2, 25)) for _ in range(KILLS)]
+        print("deprovision kills:", outcomes)
+        run = e.play("deprovision_cluster.yml")
+        assert run.failed == 0
+        assert leaks_after_deprovision(e, hosts) == []
+        assert all(st in ("available", "manageable") for st in _ironic(inv["ironic"]["url"], ns).values())
+    finally:
+        e.play("deprovision_cluster.yml", {"capi_deregister_hosts": True}, expect_ok=False)
