@@ -34,6 +34,7 @@ lint: venv
 	$(VENV)/bin/ruff check plugins lab tests bench docs/generate.py extensions
 	$(VENV)/bin/ruff format --check plugins lab tests bench docs/generate.py extensions
 	$(PY) tests/run_sanity.py --lint
+	$(PY) tests/run_sanity.py --docs
 	$(VENV)/bin/antsibull-changelog lint
 
 sanity: venv
