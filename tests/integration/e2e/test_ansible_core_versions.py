@@ -34,6 +34,8 @@ def test_provision_deprovision_on_declared_ansible_core(version, e2e_lab, ironic
         run = e.play("provision_cluster.yml")
         assert f"ansible-playbook [core {version}." in e.version(), e.version()
         assert "Machines of" in run.out and "NODE READY" in run.out, run.out[-4000:]
+        # host registration reports as it goes, under the task's no_log (plugins/action/baremetalhost.py)
+        assert f"BareMetalHost {ns}/{name}-host-0: " in run.out, run.out[:6000]
         s = e.store()
         try:
             kct = s.list("KubeadmConfigTemplate", ns)[0]
