@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST := $(PY) -m pytest
 
-.PHONY: help venv cloud-init test lint sanity unit integration e2e lifecycle molecule demo lab-up lab-down lab-status lab-reset bench clean
+.PHONY: help venv core-venvs cloud-init test lint sanity unit integration e2e lifecycle molecule demo lab-up lab-down lab-status lab-reset bench clean
 
 help:
 	@echo "make demo   - bring up the lab and provision a cluster on each provider"
@@ -34,6 +34,7 @@ lint: venv
 	$(VENV)/bin/ruff check plugins lab tests bench docs/generate.py extensions
 	$(VENV)/bin/ruff format --check plugins lab tests bench docs/generate.py extensions
 	$(PY) tests/run_sanity.py --lint
+	$(PY) tests/run_sanity.py --docs
 	$(VENV)/bin/antsibull-changelog lint
 
 sanity: venv
@@ -49,7 +50,12 @@ cloud-init:
 	@command -v cloud-init >/dev/null || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends cloud-init; }
 
-integration: venv cloud-init
+# The oldest and the newest ansible-core of meta/runtime.yml's requires_ansible, a venv each (.venv-core/<x.y>):
+# tests/integration/e2e/test_ansible_core_versions.py runs the playbooks with them.
+core-venvs: venv
+	$(PY) tests/core_venvs.py
+
+integration: venv cloud-init core-venvs
 	tests/run_integration.sh
 
 e2e: venv

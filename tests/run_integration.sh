@@ -41,6 +41,8 @@ REDFISH=(tests/integration/hosts tests/integration/lab_ironic tests/integration/
 # Redfish group (fake-hardware hosts and the MAAS simulator only).
 # The whole control-plane upgrade on the lab (tests/integration/lifecycle/test_upgrade_metal3.py) runs with
 # `make lifecycle`: it has not yet passed end to end and takes too long for this run (see docs/lab.md).
+# tests/integration/e2e includes the playbooks on the oldest and the newest declared ansible-core (.venv-core/,
+# `make core-venvs`).
 E2E=(tests/integration/e2e tests/integration/lifecycle/test_etcd_client.py
      tests/integration/lifecycle/test_kcp_etcd_members.py tests/integration/awx/test_awx_cluster_jobs.py
      tests/integration/molecule)

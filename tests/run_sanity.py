@@ -4,6 +4,7 @@
     python tests/run_sanity.py            # both
     python tests/run_sanity.py --sanity   # ansible-test sanity only (extra args go to ansible-test)
     python tests/run_sanity.py --lint     # ansible-lint --profile production only
+    python tests/run_sanity.py --docs     # ansible-doc of every plugin and role, antsibull-docs lint
 
 ansible-test needs the collection at ``.../ansible_collections/baremetal/capi``.
 The test run links the work tree there (tests/conftest.py), but ansible-test on
@@ -49,6 +50,7 @@ import argparse
 import filecmp
 import fnmatch
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -172,20 +174,75 @@ def lint() -> int:
     return subprocess.call(cmd, cwd=ROOT, env=env())
 
 
+PLUGIN_TYPES = ("module", "filter", "inventory", "callback", "role")
+
+
+def docs() -> int:
+    """``ansible-doc`` of every plugin and role of the shipped copy, and antsibull-docs' collection lint.
+
+    A plugin without documentation (``ansible-doc -l`` says UNDOCUMENTED, or its page fails to load) fails,
+    as does anything antsibull-docs lint-collection-docs --plugin-docs reports (RST, markup, schema)."""
+    count = sync_copy()
+    # the copy leaves galaxy.yml out (ansible-test reads the version from it); ansible-doc and antsibull-docs
+    # want it
+    shutil.copy2(ROOT / "galaxy.yml", DEST / "galaxy.yml")
+    try:
+        return _docs(count)
+    finally:
+        (DEST / "galaxy.yml").unlink()
+
+
+def _docs(count: int) -> int:
+    run_env = env()
+    run_env["ANSIBLE_COLLECTIONS_PATH"] = str(DEST.parents[2])
+    run_env.pop("ANSIBLE_CONFIG", None)
+    bad = []
+    for kind in PLUGIN_TYPES:
+        listed = subprocess.run(
+            [str(BIN / "ansible-doc"), "-t", kind, "-l", "--json", "baremetal.capi"],
+            cwd=DEST, env=run_env, capture_output=True, text=True,
+        )  # fmt: skip
+        if listed.returncode != 0:
+            bad.append(f"ansible-doc -t {kind} -l baremetal.capi: {listed.stderr.strip()}")
+            continue
+        names = sorted(json.loads(listed.stdout or "{}"))
+        # one ansible-doc for all of a type's pages (a process each costs seconds on a busy machine)
+        shown = subprocess.run(
+            [str(BIN / "ansible-doc"), "-t", kind, "--json", *names], cwd=DEST, env=run_env,
+            capture_output=True, text=True,
+        )  # fmt: skip
+        pages = json.loads(shown.stdout or "{}") if shown.returncode == 0 else {}
+        for name in names:
+            page = pages.get(name) or {}
+            if not (page.get("entry_points") if kind == "role" else page.get("doc")):
+                bad.append(f"ansible-doc -t {kind} {name}: no documentation {shown.stderr.strip()}")
+        print(f"ansible-doc -t {kind}: {len(names)} in baremetal.capi", flush=True)
+    for line in bad:
+        print(line, flush=True)
+    cmd = [str(BIN / "antsibull-docs"), "lint-collection-docs", "--plugin-docs", "--validate-collection-refs", "self"]
+    print(f"{' '.join(cmd)} on {count} files in {DEST}", flush=True)
+    rc = subprocess.call([*cmd, str(DEST)], cwd=DEST, env=run_env)
+    print(f"antsibull-docs lint-collection-docs: rc={rc}", flush=True)
+    return 1 if bad or rc else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sanity", action="store_true", help="ansible-test sanity only")
     parser.add_argument("--lint", action="store_true", help="ansible-lint only")
+    parser.add_argument("--docs", action="store_true", help="ansible-doc of every plugin, antsibull-docs lint")
     parser.add_argument(
         "--tracked-only", action="store_true", help="sanity on committed/staged files only, not untracked ones"
     )
     args, extra = parser.parse_known_args()
-    both = not (args.sanity or args.lint)
+    both = not (args.sanity or args.lint or args.docs)
     rc = 0
     if args.sanity or both:
         rc |= sanity(extra, args.tracked_only)
     if args.lint or both:
         rc |= lint()
+    if args.docs or both:
+        rc |= docs()
     return rc
 
 

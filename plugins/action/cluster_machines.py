@@ -71,7 +71,10 @@ class ActionModule(ActionBase):
             missing = [n for n, v in (("maas_url", url), ("maas_api_key", key)) if not v]
             if missing:
                 raise AnsibleActionFail(f"{' and '.join(missing)} required (or the MAAS_URL / MAAS_API_KEY variables)")
-            return dict(url=url, api_key=key, validate_certs=params.get("maas_validate_certs", True))
+            return dict(
+                url=url, api_key=key, validate_certs=params.get("maas_validate_certs", True),
+                ca_bundle=params.get("maas_ca_bundle"),
+            )  # fmt: skip
 
         store = None
         try:

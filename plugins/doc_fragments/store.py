@@ -20,7 +20,10 @@ options:
       kind:
         description:
           - V(sqlite) or V(kubernetes).
-          - When not set, the E(BAREMETAL_CAPI_STORE_KIND) environment variable, else V(sqlite).
+          - When not set, V(sqlite) if O(store.path) is set, else the E(BAREMETAL_CAPI_STORE_KIND) environment
+            variable, else V(kubernetes) when both
+            E(K8S_AUTH_HOST) and E(K8S_AUTH_API_KEY) are set (what AWX's Kubernetes bearer token credential
+            injects), else V(sqlite).
         type: str
         choices: [sqlite, kubernetes]
       path:

@@ -5,7 +5,9 @@
 docs/cluster-description.md documents the description.  The roles write what
 these filters return with ``baremetal.capi.object``; keeping the mapping in
 Python keeps it testable and keeps cloud-init's own ``{{ ds.meta_data.* }}``
-away from Ansible's templating (a filter's output is never templated again).
+away from Ansible's templating: ansible-core 2.19 never templates a filter's output again; before 2.19 a
+value that reaches a variable (a loop's ``item``, a fact) is templated again unless it is marked unsafe, so
+every filter's output is marked so there (``'ds' is undefined`` otherwise).
 
 - ``capi_objects(desc, part)``: ``part`` is ``cluster`` (Cluster, MaasCluster),
   ``bootstrap`` (KubeadmConfigTemplates), ``machines`` (infrastructure machine
@@ -32,6 +34,17 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import Inval
 from ansible_collections.baremetal.capi.plugins.module_utils.progress import machine_table
 
 
+def _untemplated(value):
+    """``value`` as Ansible must never template again (cloud-init's ``{{ ds.* }}`` and the user's data)."""
+    from ansible.release import __version__
+
+    if tuple(int(p) for p in __version__.split(".")[:2]) >= (2, 19):
+        return value  # data tagging: a filter's output is not trusted as a template
+    from ansible.utils.unsafe_proxy import wrap_var
+
+    return wrap_var(value)
+
+
 def _named_errors(fn):
     """Every failure of a filter as an AnsibleFilterError with its message (never "Unknown error")."""
 
@@ -40,7 +53,7 @@ def _named_errors(fn):
         from ansible.errors import AnsibleFilterError
 
         try:
-            return fn(*args, **kwargs)
+            return _untemplated(fn(*args, **kwargs))
         except (DescriptionError, Invalid) as exc:
             raise AnsibleFilterError(str(exc)) from None
         except (TypeError, ValueError, KeyError, AttributeError) as exc:

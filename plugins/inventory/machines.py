@@ -48,8 +48,10 @@ options:
     suboptions:
       kind:
         description:
-          - V(sqlite) or V(kubernetes). When not set, the E(BAREMETAL_CAPI_STORE_KIND) environment variable,
-            else V(sqlite).
+          - V(sqlite) or V(kubernetes). When not set, V(sqlite) if O(store.path) is set, else the
+            E(BAREMETAL_CAPI_STORE_KIND) environment variable, else V(kubernetes) when both E(K8S_AUTH_HOST)
+            and E(K8S_AUTH_API_KEY) are set (what AWX's Kubernetes bearer token credential injects), else
+            V(sqlite).
         type: str
         choices: [sqlite, kubernetes]
       path:
@@ -152,6 +154,15 @@ STORE_KIND_ENV = "BAREMETAL_CAPI_STORE_KIND"
 STORE_PATH_ENV = "BAREMETAL_CAPI_STORE_PATH"
 
 
+def _default_kind() -> str:
+    # as module_utils/module.py's default_store_kind (AWX's Kubernetes credential: K8S_AUTH_HOST + _API_KEY)
+    if os.environ.get(STORE_KIND_ENV):
+        return os.environ[STORE_KIND_ENV]
+    if os.environ.get("K8S_AUTH_HOST") and os.environ.get("K8S_AUTH_API_KEY"):
+        return "kubernetes"
+    return "sqlite"
+
+
 def machine_address(machine: dict) -> str | None:
     """The first InternalIP, else the first ExternalIP of ``status.addresses`` (what a user would ssh to)."""
     addresses = (machine.get("status") or {}).get("addresses") or []
@@ -197,7 +208,7 @@ def store_options(given: dict | None) -> dict:
     """The ``store`` option with the kind and sqlite path falling back to the environment, as the modules do
     (the kubernetes store reads the K8S_AUTH_* variables itself)."""
     options = {k: v for k, v in (given or {}).items() if v is not None}
-    options["kind"] = options.get("kind") or os.environ.get(STORE_KIND_ENV) or "sqlite"
+    options["kind"] = options.get("kind") or ("sqlite" if options.get("path") else _default_kind())
     if options["kind"] == "sqlite":
         path = options.get("path") or os.environ.get(STORE_PATH_ENV)
         if path:

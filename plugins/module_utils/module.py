@@ -57,6 +57,19 @@ K8S_ENV = {
 }
 STORE_KIND_ENV = "BAREMETAL_CAPI_STORE_KIND"
 STORE_PATH_ENV = "BAREMETAL_CAPI_STORE_PATH"
+# AWX's built-in Kubernetes credential ("OpenShift or Kubernetes API Bearer Token") injects these two: with
+# both set and no kind named, the store is kubernetes (AWX's job container is thrown away, and a sqlite store
+# with it). One of them alone, or a K8S_AUTH_KUBECONFIG, selects nothing.
+K8S_CREDENTIAL_ENV = ("K8S_AUTH_HOST", "K8S_AUTH_API_KEY")
+
+
+def default_store_kind() -> str:
+    """The store kind when the task names none: BAREMETAL_CAPI_STORE_KIND, AWX's Kubernetes credential, sqlite."""
+    if os.environ.get(STORE_KIND_ENV):
+        return os.environ[STORE_KIND_ENV]
+    if all(os.environ.get(env) for env in K8S_CREDENTIAL_ENV):
+        return "kubernetes"
+    return "sqlite"
 
 
 def store_argument_spec() -> dict:
@@ -76,6 +89,47 @@ def store_argument_spec() -> dict:
                 namespace=dict(type="str"),
             ),
         )
+    )
+
+
+HOST_MUTUALLY_EXCLUSIVE = [("name", "hosts")]
+HOST_REQUIRED_ONE_OF = [("name", "hosts")]
+
+
+def host_argument_spec() -> dict:
+    """The baremetalhost module's options (its action plugin validates with the same)."""
+    from ansible.module_utils.basic import env_fallback
+
+    host_suboptions = dict(
+        name=dict(type="str", required=True),
+        namespace=dict(type="str"),
+        spec=dict(type="dict"),
+        labels=dict(type="dict"),
+        annotations=dict(type="dict"),
+        bmc_username=dict(type="str"),
+        bmc_password=dict(type="str", no_log=True),
+        hardware=dict(type="dict"),
+    )
+    return dict(
+        name=dict(type="str"),
+        namespace=dict(type="str"),
+        spec=dict(type="dict"),
+        labels=dict(type="dict"),
+        annotations=dict(type="dict"),
+        bmc_username=dict(type="str"),
+        bmc_password=dict(type="str", no_log=True),
+        hardware=dict(type="dict"),
+        hosts=dict(type="list", elements="dict", options=host_suboptions),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        host_driver=dict(type="str", choices=["ironic", "external"], default="ironic"),
+        cloud=dict(type="str", fallback=(env_fallback, ["OS_CLOUD"])),
+        ironic_url=dict(type="str"),
+        boot_iso=dict(type="str"),
+        wait=dict(type="bool", default=False),
+        wait_state=dict(type="str"),
+        wait_timeout=dict(type="int", default=1800),
+        poll=dict(type="float", default=2.0),
+        workers=dict(type="int", default=8),
     )
 
 
@@ -124,7 +178,8 @@ def store_options(params: dict, no_log_values: set) -> dict:
     an API key read from the environment is added to ``no_log_values``.
     """
     given = dict(params.get("store") or {})
-    kind = given.get("kind") or os.environ.get(STORE_KIND_ENV) or "sqlite"
+    # a sqlite path named in the task is the sqlite store, whatever credential the environment carries
+    kind = given.get("kind") or ("sqlite" if given.get("path") else default_store_kind())
     given["kind"] = kind
     if kind == "sqlite":
         given["path"] = given.get("path") or os.environ.get(STORE_PATH_ENV) or None

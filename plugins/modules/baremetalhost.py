@@ -218,123 +218,30 @@ hosts:
     object: {description: The BareMetalHost after the task., type: dict, returned: always}
 """
 
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base, drivers  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import host as bmh  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
-
-HOST_OPTIONS = ("name", "namespace", "spec", "labels", "annotations", "bmc_username", "bmc_password", "hardware")
+from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import host_task  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import (  # noqa: E402
+    HOST_MUTUALLY_EXCLUSIVE,
+    HOST_REQUIRED_ONE_OF,
+    CapiModule,
+    host_argument_spec,
+)
 
 
 def main():
-    from ansible.module_utils.basic import env_fallback
-
-    host_suboptions = dict(
-        name=dict(type="str", required=True),
-        namespace=dict(type="str"),
-        spec=dict(type="dict"),
-        labels=dict(type="dict"),
-        annotations=dict(type="dict"),
-        bmc_username=dict(type="str"),
-        bmc_password=dict(type="str", no_log=True),
-        hardware=dict(type="dict"),
-    )
+    # On the controller (connection: local) the action plugin of the same name runs host_task itself and
+    # prints a line per host as it moves; this module is what runs on any other connection.
     module = CapiModule(
-        argument_spec=dict(
-            name=dict(type="str"),
-            namespace=dict(type="str"),
-            spec=dict(type="dict"),
-            labels=dict(type="dict"),
-            annotations=dict(type="dict"),
-            bmc_username=dict(type="str"),
-            bmc_password=dict(type="str", no_log=True),
-            hardware=dict(type="dict"),
-            hosts=dict(type="list", elements="dict", options=host_suboptions),
-            state=dict(type="str", choices=["present", "absent"], default="present"),
-            host_driver=dict(type="str", choices=["ironic", "external"], default="ironic"),
-            cloud=dict(type="str", fallback=(env_fallback, ["OS_CLOUD"])),
-            ironic_url=dict(type="str"),
-            boot_iso=dict(type="str"),
-            wait=dict(type="bool", default=False),
-            wait_state=dict(type="str"),
-            wait_timeout=dict(type="int", default=1800),
-            poll=dict(type="float", default=2.0),
-            workers=dict(type="int", default=8),
-        ),
-        mutually_exclusive=[("name", "hosts")],
-        required_one_of=[("name", "hosts")],
+        argument_spec=host_argument_spec(),
+        mutually_exclusive=HOST_MUTUALLY_EXCLUSIVE,
+        required_one_of=HOST_REQUIRED_ONE_OF,
         supports_check_mode=True,
     )
-    p = module.params
-    ns_default = p["namespace"] or module.namespace
-    # hosts: [] (every host of a list filtered away) is nothing to do, not one host without a name
-    entries = p["hosts"] if p["hosts"] is not None else [{k: p[k] for k in HOST_OPTIONS}]
-    present = p["state"] == "present"
     with module.errors():
-        store = module.store
-        # options are checked before anything is written (the driver connects only when used)
-        options = {"poll": p["poll"]}
-        if p["host_driver"] == "ironic":
-            options.update({k: p[k] for k in ("cloud", "ironic_url", "boot_iso") if p[k]})
-        driver = drivers.get_driver(p["host_driver"], options)
-        keys, written, befores, predicted = [], {}, {}, {}
-        for entry in entries:
-            objs = bmh.build(entry, ns_default)
-            key = base.key(objs[0])
-            keys.append(key)
-            before = bmh.get(store, "BareMetalHost", key[1], key[0])
-            befores[key] = before
-            if present:
-                applied = bmh.apply(store, objs, check=module.check_mode)
-                written[key], predicted[key] = applied["changed"], applied["after"]
-            else:
-                written[key] = before is not None
-        results = {}
-        if not module.check_mode:
-            try:
-                live = [k for k in keys if present or befores[k] is not None]
-                for res in bmh.reconcile(
-                    store,
-                    driver,
-                    live,
-                    delete=not present,
-                    wait=p["wait"],
-                    wait_state=p["wait_state"],
-                    timeout=p["wait_timeout"] if p["wait"] else None,
-                    workers=p["workers"],
-                ):
-                    results[res.key] = res
-            finally:
-                driver.close()
-        out, afters, failures = [], [], []
-        for key in keys:
-            res = results.get(f"{key[0]}/{key[1]}")
-            if module.check_mode:
-                after = predicted.get(key)  # absent: None, as it would be once removed
-            else:
-                after = bmh.get(store, "BareMetalHost", key[1], key[0])
-            summary = base.summary(after) if after else {"state": None}
-            failed = bool(res and (res.failed or (p["wait"] and not res.done)))
-            item = {
-                "name": key[1],
-                "namespace": key[0],
-                "changed": bool(written[key] or (res and res.changed)),
-                "failed": failed,
-                "message": res.message if res else ("would be written" if written[key] else ""),
-                "state": summary.get("state"),
-                "poweredOn": summary.get("poweredOn"),
-                "errorType": summary.get("errorType", ""),
-                "errorMessage": summary.get("errorMessage", ""),
-                "object": after,
-            }
-            out.append(item)
-            afters.append(after)
-            if failed:
-                failures.append(f"BareMetalHost {key[0]}/{key[1]}: {item['message']}")
-        changed = any(i["changed"] for i in out)
-        before_list = [befores[k] for k in keys]
-        if failures:
-            module.fail("; ".join(failures), hosts=out, changed=changed)
-        module.exit(changed, before=before_list, after=afters, hosts=out)
+        done = host_task.run(module.params, module.store, module.params["namespace"] or module.namespace,
+                             module.check_mode)  # fmt: skip
+        if done["failures"]:
+            module.fail("; ".join(done["failures"]), hosts=done["hosts"], changed=done["changed"])
+        module.exit(done["changed"], before=done["before"], after=done["after"], hosts=done["hosts"])
 
 
 if __name__ == "__main__":

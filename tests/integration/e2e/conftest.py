@@ -52,9 +52,14 @@ class Run:
 class E2E:
     """One cluster's inventory, store and playbook runs."""
 
-    def __init__(self, lab, tmp: Path, provider: str, description: dict, extra_vars: dict, store: dict | None = None):
-        """``store``: the description's store option (default: a sqlite store of the test's own)."""
+    def __init__(
+        self, lab, tmp: Path, provider: str, description: dict, extra_vars: dict, store: dict | None = None,
+        python: str | None = None,
+    ):  # fmt: skip
+        """``store``: the description's store option (default: a sqlite store of the test's own); ``python``: the
+        venv whose ansible-playbook runs the playbooks and their modules (default: this one's)."""
         self.lab, self.tmp, self.provider = lab, tmp, provider
+        self.python = python or sys.executable
         self.name = description["name"]
         self.ns = description["namespace"]
         self.db = str(tmp / "state.db")
@@ -86,10 +91,10 @@ class E2E:
         path.write_text(yaml.safe_dump(self.host_vars, sort_keys=False))
 
     def argv(self, playbook: str, extra: dict | None = None, check: bool = False) -> list[str]:
-        argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", self.inventory]
+        argv = [str(Path(self.python).with_name("ansible-playbook")), "-i", self.inventory]
         if check:
             argv.append("--check")
-        argv += [str(REPO / "playbooks" / playbook), "-e", json.dumps({"ansible_python_interpreter": sys.executable})]
+        argv += [str(REPO / "playbooks" / playbook), "-e", json.dumps({"ansible_python_interpreter": self.python})]
         if extra:
             argv += ["-e", json.dumps(extra)]
         return argv
@@ -102,6 +107,11 @@ class E2E:
         if expect_ok:
             assert run.rc == 0, run.out[-8000:]
         return run
+
+    def version(self) -> str:
+        """``ansible-playbook --version`` of the venv that runs the playbooks."""
+        argv = [str(Path(self.python).with_name("ansible-playbook")), "--version"]
+        return subprocess.run(argv, cwd=REPO, env=self.env, capture_output=True, text=True).stdout
 
     def play_killed(self, playbook: str, extra: dict | None, after: float) -> str:
         """Start the playbook and kill -9 its whole process group (ours, by PID) after ``after`` seconds."""

@@ -189,7 +189,14 @@ def test_injection_renders_files_and_env(tmp_path):
     env, _extra = inject(
         load_credential_type("maas"), {"maas_url": "http://m/MAAS/", "maas_api_key": "a:b:c"}, tmp_path
     )
-    assert env == {"MAAS_URL": "http://m/MAAS/", "MAAS_API_KEY": "a:b:c"}
+    assert env == {"MAAS_URL": "http://m/MAAS/", "MAAS_API_KEY": "a:b:c", "MAAS_CA_BUNDLE": ""}
+    pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    env, _extra = inject(
+        load_credential_type("maas"),
+        {"maas_url": "https://m/MAAS/", "maas_api_key": "a:b:c", "maas_ca_bundle": pem},
+        tmp_path / "ca",
+    )
+    assert Path(env["MAAS_CA_BUNDLE"]).read_text() == pem
     with pytest.raises(ValueError, match="maas_api_key"):
         inject(load_credential_type("maas"), {"maas_url": "http://m/MAAS/"}, tmp_path)
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -16,6 +18,19 @@ BIN = Path(sys.executable).parent
 # Anything under these must never ship: the lab, its state, build and test output, caches, venvs.
 FORBIDDEN_TOP = {"lab", ".lab", "build", ".venv", "venv", ".ansible", ".ci", "bench", "bench-results", ".git"}
 FORBIDDEN_PARTS = {"__pycache__", ".pytest_cache", ".ruff_cache", "output"}
+# Lab-only files and the repository's tooling (the lab's inventory, test runners, the doc generator, the
+# molecule scenarios and their lab helpers, work in progress, the repository's ansible.cfg).
+FORBIDDEN_TOP |= {".venv-core", ".hypothesis", "wip", "ansible.cfg", "Makefile", "requirements-dev.txt"}
+FORBIDDEN_PATHS = (
+    "inventory/lab",
+    "tests/conftest.py",
+    "tests/run_integration.sh",
+    "tests/run_sanity.py",
+    "tests/core_venvs.py",
+    "docs/generate.py",
+    "docs/lab.md",
+    "extensions/molecule",
+)
 
 
 def test_build_ships_only_the_collection(tmp_path):
@@ -37,8 +52,16 @@ def test_build_ships_only_the_collection(tmp_path):
         or FORBIDDEN_PARTS & set(n.split("/"))
         or n.endswith((".pyc", ".db", ".db-wal", ".db-shm", ".tar.gz"))
         or n.startswith(("tests/unit", "tests/integration", "tests/output"))
+        or any(n == p or n.startswith(p + "/") for p in FORBIDDEN_PATHS)
     ]
     assert bad == []
+    assert "CHANGELOG.rst" in names and "changelogs/changelog.yaml" in names
+    with tarfile.open(artifact) as tar:
+        manifest = json.load(tar.extractfile("MANIFEST.json"))["collection_info"]
+        changelog = tar.extractfile("CHANGELOG.rst").read().decode()
+    for link in ("repository", "issues", "documentation"):
+        assert (manifest.get(link) or "").startswith("https://"), (link, manifest.get(link))
+    assert f"v{version}" in changelog, "CHANGELOG.rst has no section for the release (antsibull-changelog release)"
 
     # Installed, ansible-doc lists every module of the tree.  --force, and away from
     # the work tree: ansible-galaxy otherwise finds the collection already "installed".
@@ -61,3 +84,24 @@ def test_build_ships_only_the_collection(tmp_path):
     shipped = {f"baremetal.capi.{n.split('/')[-1][:-3]}" for n in names if n.startswith("plugins/modules/")}
     assert {"baremetal.capi.object", "baremetal.capi.object_info"} <= listed
     assert listed == shipped
+
+
+def _requirements(path: Path) -> dict[str, str]:
+    out = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, spec = re.match(r"([A-Za-z0-9_.-]+)\s*(.*)", line).groups()
+            out[name.lower()] = spec.replace(" ", "")
+    return out
+
+
+def test_ee_requirements_match_requirements_with_upper_bounds():
+    """The EE installs what the collection is tested with: requirements.txt's packages and bounds, none open."""
+    runtime = _requirements(ROOT / "requirements.txt")
+    ee = _requirements(ROOT / "meta" / "ee-requirements.txt")
+    assert ee == {k: v for k, v in runtime.items() if k != "ansible-core"}
+    for name, spec in runtime.items():
+        assert "<" in spec, f"{name}{spec}: no upper bound"
+    ee_def = yaml.safe_load((ROOT / "awx" / "execution-environment.yml").read_text())
+    assert ee_def["dependencies"]["ansible_core"]["package_pip"] == "ansible-core" + runtime["ansible-core"]

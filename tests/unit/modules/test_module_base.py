@@ -42,6 +42,38 @@ def test_sqlite_is_the_default_and_ignores_k8s_variables(monkeypatch, tmp_path):
     module.close_store()
 
 
+@pytest.mark.parametrize(
+    "env, kind",
+    [
+        # AWX's built-in Kubernetes bearer token credential: the store is kubernetes, its connection filled
+        ({"K8S_AUTH_HOST": "https://10.0.0.1:6443", "K8S_AUTH_API_KEY": "awx-token"}, "kubernetes"),
+        # the kind named in the environment wins
+        (
+            {
+                "K8S_AUTH_HOST": "https://10.0.0.1:6443",
+                "K8S_AUTH_API_KEY": "awx-token",
+                "BAREMETAL_CAPI_STORE_KIND": "sqlite",
+            },
+            "sqlite",
+        ),  # fmt: skip
+        # a kubeconfig variable alone (a developer's shell) selects nothing
+        ({"K8S_AUTH_KUBECONFIG": "/nowhere"}, "sqlite"),
+    ],
+)
+def test_awx_kubernetes_credential_selects_the_kubernetes_store(monkeypatch, env, kind):
+    for var in ("K8S_AUTH_HOST", "K8S_AUTH_API_KEY", "K8S_AUTH_KUBECONFIG", "BAREMETAL_CAPI_STORE_KIND"):
+        monkeypatch.delenv(var, raising=False)
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
+    with patch_module_args({}):
+        module = CapiModule(argument_spec={})
+    opts = module.store_options()
+    assert opts["kind"] == kind
+    if kind == "kubernetes":
+        assert opts["host"] == "https://10.0.0.1:6443" and opts["api_key"] == "awx-token"
+        assert "awx-token" in module.no_log_values
+
+
 def test_errors_fail_once_without_secrets(capsys, tmp_path):
     def engine():
         raise NotFound('metal3machines "m" not found', obj="Metal3Machine default/m", field="spec.hostSelector")

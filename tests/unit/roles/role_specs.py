@@ -16,6 +16,10 @@ COMMON = {
 MAAS = {
     "capi_maas_url": {"description": "The MAAS URL (default E(MAAS_URL)).", "type": "str"},
     "capi_maas_api_key": {"description": "The MAAS API key (default E(MAAS_API_KEY)).", "type": "str", "no_log": True},
+    "capi_maas_ca_bundle": {
+        "description": "The CA bundle (PEM file) that signed the MAAS TLS certificate (default E(MAAS_CA_BUNDLE)).",
+        "type": "path",
+    },
 }
 HOSTS = {
     "capi_host_driver": {

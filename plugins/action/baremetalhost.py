@@ -1,0 +1,91 @@
+# Copyright: Contributors to the baremetal.capi collection
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# The Apache License 2.0 is compatible with the GNU General Public License version 3 (GPLv3).
+"""baremetalhost on the controller: registration, inspection, cleaning and deprovisioning report as they go.
+
+With ``wait`` the hosts can take many minutes (inspection and cleaning on real hardware); a module process
+would print nothing until the end, and the task is usually ``no_log`` (BMC credentials).  As
+plugins/action/cluster_machines.py does, the engine (module_utils/metal3/host_task.py) runs here, inside
+ansible-playbook, and each host's step is printed as it changes (``ns/host: registering -> inspecting``).
+The lines carry host names and states only, with every no_log value of the task scrubbed.  On a host reached
+through another connection the module runs there, as any module would.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+display = Display()
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+
+    def run(self, tmp=None, task_vars=None):
+        from ansible_collections.baremetal.capi.plugins.module_utils.module import (
+            HOST_MUTUALLY_EXCLUSIVE,
+            HOST_REQUIRED_ONE_OF,
+            host_argument_spec,
+            store_argument_spec,
+        )
+
+        result = super().run(tmp, task_vars)
+        if self._connection.transport not in ("local", "ansible.builtin.local"):
+            result.update(self._execute_module(task_vars=task_vars))
+            return result
+        validation, params = self.validate_argument_spec(
+            argument_spec={**store_argument_spec(), **host_argument_spec()},
+            mutually_exclusive=HOST_MUTUALLY_EXCLUSIVE,
+            required_one_of=HOST_REQUIRED_ONE_OF,
+        )
+        return self._hosts(result, params, set(validation._no_log_values))
+
+    def _hosts(self, result: dict, params: dict, no_log: set) -> dict:
+        from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, NotFound
+        from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import host_task
+        from ansible_collections.baremetal.capi.plugins.module_utils.module import mask, store_options
+        from ansible_collections.baremetal.capi.plugins.module_utils.store.base import open_store
+
+        check = bool(self._task.check_mode)
+        ns = params["namespace"] or (params.get("store") or {}).get("namespace") or "default"
+        t0 = time.monotonic()
+
+        def progress(key: str, message: str) -> None:
+            display.display(_scrub(f"  BareMetalHost {key}: {message}  [+{time.monotonic() - t0:.0f}s]", no_log))
+
+        store = None
+        try:
+            store = open_store(store_options(params, no_log))
+            done = host_task.run(params, store, ns, check, progress=progress)
+        except NotFound as exc:
+            if not check:
+                return _failed(result, str(exc), no_log, error=type(exc).__name__)
+            display.warning(f"check mode: {exc}; an earlier task would create it, so this one would act on it then")
+            result.update(changed=True, msg=f"would act once it exists: {exc}", check_mode_missing=str(exc))
+            return result
+        except CapiError as exc:
+            return _failed(result, str(exc), no_log, error=type(exc).__name__)
+        finally:
+            if store is not None:
+                store.close()
+        result.update(changed=done["changed"], hosts=mask(done["hosts"]))
+        if self._task.diff:
+            result["diff"] = {"before": mask(done["before"]), "after": mask(done["after"])}
+        if done["failures"]:
+            return _failed(result, "; ".join(done["failures"]), no_log)
+        return result
+
+
+def _scrub(text: str, no_log: set) -> str:
+    for value in no_log:
+        if value and len(value) >= 4:
+            text = text.replace(value, "********")
+    return text
+
+
+def _failed(result: dict, msg: str, no_log: set, **extra) -> dict:
+    result.update(failed=True, msg=_scrub(msg, no_log), **extra)
+    return result
