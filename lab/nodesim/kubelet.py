@@ -7,6 +7,14 @@ registers its Node (labels, providerID, taints, Ready) and renews its Lease in
 period, the node lifecycle controller (which no workload cluster here runs)
 sets every condition to Unknown and taints the Node unreachable, and lifts
 that again when the kubelet posts Ready.
+
+The Node is Ready only once the host has a network: until a CNI has written its config into
+``/etc/cni/net.d`` the kubelet reports ``Ready=False``, reason ``KubeletNotReady``, with the container
+runtime's "cni plugin not initialized" (and the ``node.kubernetes.io/not-ready`` taint stays).  A CNI is
+recognised as on a real cluster: a DaemonSet of the workload cluster whose Pod template mounts a hostPath
+under ``/etc/cni/net.d``, and whose Pod would run on this Node (node selector, required node affinity,
+tolerations of the Node's NoSchedule / NoExecute taints, as the scheduler judges a DaemonSet Pod).  Once its
+Pod has run there the config stays on the host: the Node keeps its network until the host is redeployed.
 """
 
 from __future__ import annotations
@@ -28,6 +36,29 @@ CONDITIONS = (
     ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
     ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
 )
+# The kubelet's Ready condition while the container runtime reports no pod network (containerd's CRI status).
+NETWORK_NOT_READY = (
+    "Ready",
+    "False",
+    "KubeletNotReady",
+    "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
+    "message:Network plugin returns error: cni plugin not initialized",
+)
+CNI_CONF_DIR = "/etc/cni/net.d"
+# What the DaemonSet controller adds to every DaemonSet Pod (daemon/util AddOrUpdateDaemonPodTolerations).
+DAEMON_POD_TOLERATIONS = (
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/pid-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
+)
+HOST_NETWORK_TOLERATION = {
+    "key": "node.kubernetes.io/network-unavailable",
+    "operator": "Exists",
+    "effect": "NoSchedule",
+}
 LEASE_DURATION = 40  # kubelet's nodeLeaseDurationSeconds
 
 
@@ -130,7 +161,8 @@ def _ready(node: dict) -> str | None:
     return None
 
 
-def _conditions(now: float) -> list[dict]:
+def _conditions(now: float, network_ready: bool = False) -> list[dict]:
+    table = CONDITIONS if network_ready else (*CONDITIONS[:-1], NETWORK_NOT_READY)
     return [
         {
             "type": t,
@@ -140,8 +172,101 @@ def _conditions(now: float) -> list[dict]:
             "lastHeartbeatTime": ts(now),
             "lastTransitionTime": ts(now),
         }
-        for t, s, r, m in CONDITIONS
+        for t, s, r, m in table
     ]
+
+
+# --- the network: a CNI DaemonSet whose Pod runs on the Node --------------------------------------
+
+
+def _writes_cni_config(pod_spec: dict) -> bool:
+    for vol in pod_spec.get("volumes") or []:
+        path = ((vol or {}).get("hostPath") or {}).get("path") or ""
+        path = path.rstrip("/") or "/"
+        if path == CNI_CONF_DIR or path.startswith(CNI_CONF_DIR + "/"):
+            return True
+    return False
+
+
+def _expression_matches(expr: dict, value: str | None, present: bool) -> bool:
+    op, values = expr.get("operator"), expr.get("values") or []
+    if op == "In":
+        return present and value in values
+    if op == "NotIn":
+        return not present or value not in values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if op in ("Gt", "Lt") and present and values:
+        try:
+            a, b = int(value), int(values[0])
+        except ValueError:
+            return False
+        return a > b if op == "Gt" else a < b
+    return False
+
+
+def _term_matches(term: dict, node: dict) -> bool:
+    labels = node["metadata"].get("labels") or {}
+    exprs = term.get("matchExpressions") or []
+    fields = term.get("matchFields") or []
+    if not exprs and not fields:
+        return False  # an empty term matches nothing
+    for expr in exprs:
+        if not _expression_matches(expr, labels.get(expr.get("key")), expr.get("key") in labels):
+            return False
+    for expr in fields:
+        if expr.get("key") != "metadata.name" or not _expression_matches(expr, node["metadata"]["name"], True):
+            return False
+    return True
+
+
+def _tolerates(tolerations: list[dict], taint: dict) -> bool:
+    for tol in tolerations:
+        if tol.get("effect") and tol["effect"] != taint.get("effect"):
+            continue
+        if tol.get("operator") == "Exists":
+            if not tol.get("key") or tol["key"] == taint.get("key"):
+                return True
+        elif tol.get("key") == taint.get("key") and (tol.get("value") or "") == (taint.get("value") or ""):
+            return True
+    return False
+
+
+def daemon_pod_fits(pod_spec: dict, node: dict) -> tuple[bool, str]:
+    """Whether the scheduler would place this DaemonSet's Pod on the Node, and if not, why."""
+    labels = node["metadata"].get("labels") or {}
+    for key, value in (pod_spec.get("nodeSelector") or {}).items():
+        if labels.get(key) != value:
+            return False, f"node selector {key}={value} does not match"
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = required.get("nodeSelectorTerms")
+    if terms is not None and not any(_term_matches(t or {}, node) for t in terms):
+        return False, "required node affinity does not match"
+    tolerations = list(pod_spec.get("tolerations") or []) + list(DAEMON_POD_TOLERATIONS)
+    if pod_spec.get("hostNetwork"):
+        tolerations.append(HOST_NETWORK_TOLERATION)
+    for taint in (node.get("spec") or {}).get("taints") or []:
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, taint):
+            return False, f"untolerated taint {taint.get('key')}:{taint.get('effect')}"
+    return True, ""
+
+
+def cni_daemonset_for(api: Api, name: str) -> str | None:
+    """``namespace/name`` of a CNI DaemonSet whose Pod would run on Node ``name``, else None."""
+    node = api.get_or_none(f"/api/v1/nodes/{name}")
+    if node is None:
+        return None
+    for ds in (api.get("/apis/apps/v1/daemonsets") or {}).get("items") or []:
+        if ds["metadata"].get("deletionTimestamp"):
+            continue
+        pod_spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+        if _writes_cni_config(pod_spec) and daemon_pod_fits(pod_spec, node)[0]:
+            return f"{ds['metadata']['namespace']}/{ds['metadata']['name']}"
+    return None
 
 
 def register(
@@ -152,6 +277,7 @@ def register(
     version: str | None,
     system_uuid: str | None,
     now: float,
+    network_ready: bool = False,
 ) -> dict:
     """The kubelet's registration (and kubeadm's mark-control-plane): the Node, created or brought up to date."""
     name = boot.node_name
@@ -181,7 +307,7 @@ def register(
                 },
             },
             "spec": {"taints": boot.taints} if boot.taints else {},
-            "status": _status(addresses, version, system_uuid, now),
+            "status": _status(addresses, version, system_uuid, now, network_ready),
         }
         if boot.provider_id:
             body["spec"]["providerID"] = boot.provider_id
@@ -193,18 +319,20 @@ def register(
         if boot.provider_id and not (existing.get("spec") or {}).get("providerID"):
             patch["spec"] = {"providerID": boot.provider_id}
         api.patch(f"/api/v1/nodes/{name}", patch)
-    api.patch(f"/api/v1/nodes/{name}/status", {"status": _status(addresses, version, system_uuid, now)})
-    post_ready(api, name, now)
+    api.patch(f"/api/v1/nodes/{name}/status", {"status": _status(addresses, version, system_uuid, now, network_ready)})
+    post_ready(api, name, now, network_ready=network_ready)
     return api.get(f"/api/v1/nodes/{name}")
 
 
-def _status(addresses: list[dict], version: str | None, system_uuid: str | None, now: float) -> dict:
+def _status(
+    addresses: list[dict], version: str | None, system_uuid: str | None, now: float, network_ready: bool = False
+) -> dict:
     resources = {"cpu": "4", "memory": "8148100Ki", "pods": "110", "ephemeral-storage": "61202244Ki"}
     return {
         "addresses": addresses,
         "capacity": resources,
         "allocatable": resources,
-        "conditions": _conditions(now),
+        "conditions": _conditions(now, network_ready),
         "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
         "nodeInfo": {
             "architecture": "amd64",
@@ -221,20 +349,24 @@ def _status(addresses: list[dict], version: str | None, system_uuid: str | None,
     }
 
 
-def post_ready(api: Api, name: str, now: float) -> None:
-    """A kubelet status update: every condition healthy, heartbeat now; the unreachable taints go."""
+def post_ready(api: Api, name: str, now: float, network_ready: bool = True) -> None:
+    """A kubelet status update, heartbeat now: Ready, or NotReady for want of a network; the lifecycle
+    controller's unreachable taints go, its not-ready taint only once the Node is Ready."""
     node = api.get(f"/api/v1/nodes/{name}")
     old = {c["type"]: c for c in (node.get("status") or {}).get("conditions") or []}
     conds = []
-    for cond in _conditions(now):
+    for cond in _conditions(now, network_ready):
         before = old.get(cond["type"])
         if before and before.get("status") == cond["status"]:
             cond["lastTransitionTime"] = before.get("lastTransitionTime", cond["lastTransitionTime"])
         conds.append(cond)
     api.patch(f"/api/v1/nodes/{name}/status", {"status": {"conditions": conds}})
     taints = (node.get("spec") or {}).get("taints") or []
-    kept = [t for t in taints if t.get("key") not in (UNREACHABLE, NOT_READY)]
-    if len(kept) != len(taints):
+    lifted = (UNREACHABLE, NOT_READY) if network_ready else (UNREACHABLE,)
+    kept = [t for t in taints if t.get("key") not in lifted]
+    if not network_ready and not any(t.get("key") == NOT_READY for t in kept):
+        kept.append({"key": NOT_READY, "effect": "NoSchedule"})  # TaintNodesByCondition while Ready != True
+    if kept != taints:
         # the node lifecycle controller lifts its taints once the node is Ready
         api.patch(f"/api/v1/nodes/{name}", {"spec": {"taints": kept or None}}, content_type=MERGE)
 

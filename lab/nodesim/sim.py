@@ -453,6 +453,7 @@ class Simulator:
             "last_status": now,
             "unknown": False,
             "provider_id": boot.provider_id,
+            "network": False,  # a new instance has no CNI config until a CNI DaemonSet's Pod runs on it
         }
         entry.update(phase=phase, error=None, node=boot.node_name, cluster=cluster["endpoint"])
         LOG.info("%s: kubeadm %s: Node %s registered at %s", host.key, boot.phase, boot.node_name, cluster["endpoint"])
@@ -523,8 +524,12 @@ class Simulator:
             api = clusters.client(self.cfg, cluster)
             try:
                 if self._alive(hosts, node) and key not in stopped:
-                    if node["unknown"] or now - node["last_status"] >= report:
-                        kubelet.post_ready(api, node["name"], now)
+                    fresh_network = not node.get("network") and kubelet.cni_daemonset_for(api, node["name"])
+                    if fresh_network:  # a CNI Pod wrote its config on the host: the kubelet reports Ready now
+                        LOG.info("Node %s: CNI config from DaemonSet %s: network ready", key, fresh_network)
+                        node["network"] = True
+                    if fresh_network or node["unknown"] or now - node["last_status"] >= report:
+                        kubelet.post_ready(api, node["name"], now, network_ready=bool(node.get("network")))
                         node.update(last_status=now, unknown=False)
                     if now - node["last_renew"] >= renew:
                         kubelet.renew_lease(api, node["name"], now)

@@ -268,6 +268,33 @@ def _kcp_rollout(rollout: dict) -> dict:
     return out
 
 
+def _rollout_fields(md: dict, pool: dict) -> None:
+    """A pool's rollout, readiness and remediation settings, under MachineDeployment v1beta2 names."""
+    rollout = pool.get("rollout") or {}
+    where = f"capi_cluster.workers[{pool['name']}].rollout"
+    unknown = sorted(set(rollout) - {"strategy", "max_surge", "max_unavailable", "after"})
+    if unknown:
+        raise DescriptionError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    strategy = {"type": rollout.get("strategy") or "RollingUpdate"}
+    if strategy["type"] not in ("RollingUpdate", "OnDelete"):
+        raise DescriptionError(f"{where}.strategy: must be RollingUpdate or OnDelete, got {strategy['type']!r}")
+    rolling = {}
+    for key, field in (("max_surge", "maxSurge"), ("max_unavailable", "maxUnavailable")):
+        if rollout.get(key) is not None:
+            value = rollout[key]
+            rolling[field] = int(value) if isinstance(value, str) and value.isdigit() else value
+    if rolling:
+        strategy["rollingUpdate"] = rolling
+    if rollout:
+        md["spec"]["rollout"] = {"strategy": strategy}
+        if rollout.get("after"):
+            md["spec"]["rollout"]["after"] = str(rollout["after"])
+    if pool.get("min_ready_seconds") is not None:
+        md["spec"]["template"]["spec"]["minReadySeconds"] = int(pool["min_ready_seconds"])
+    if pool.get("remediation_max_in_flight") is not None:
+        md["spec"]["remediation"] = {"maxInFlight": pool["remediation_max_in_flight"]}
+
+
 def _machine_objects(desc: dict, bootstrap: dict) -> list[dict]:
     cname, version = desc["name"], _version(desc)
     cp = desc.get("control_plane") or {}
@@ -305,6 +332,7 @@ def _machine_objects(desc: dict, bootstrap: dict) -> list[dict]:
             }
             if pool.get("deletion_order"):
                 md["spec"]["deletion"] = {"order": pool["deletion_order"]}
+            _rollout_fields(md, pool)
             out.append(md)
     return out
 
@@ -370,9 +398,22 @@ COLUMNS = (
 )
 
 
+NETWORK_NOT_READY = "NetworkReady=false"  # in the kubelet's Ready message while no CNI has configured the host
+
+
+def _not_ready_why(row: dict) -> str:
+    """A short reason for a registered Node that is not Ready: the kubelet's, "network not ready" for want of a CNI."""
+    message = row.get("nodeNotReady") or ""
+    if NETWORK_NOT_READY in message or "network not ready" in message:
+        return "network not ready"
+    return message.split(":", 1)[0] if message else ""
+
+
 def _cell(row: dict, key: str) -> str:
     value = row.get(key)
     if key == "nodeReady":
+        if value is False and _not_ready_why(row):
+            return f"False ({_not_ready_why(row)})"
         return {True: "True", False: "False"}.get(value, "-")
     if key == "certificatesExpiry" and value:
         return str(value)[:10]  # the date is what an operator plans by
@@ -399,7 +440,8 @@ def progress_line(row: dict) -> str:
     if row.get("address"):
         parts.append(f"addr={row['address']}")
     if row.get("nodeReady") is not None:
-        parts.append(f"node={'Ready' if row['nodeReady'] else 'NotReady'}")
+        why = "" if row["nodeReady"] else _not_ready_why(row)
+        parts.append(f"node={'Ready' if row['nodeReady'] else 'NotReady'}" + (f" ({why})" if why else ""))
     if row.get("message"):
         parts.append(f"- {row['message']}")
     return " ".join(parts)

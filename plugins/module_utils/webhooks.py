@@ -16,7 +16,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.model import conver
 
 def _registry() -> dict:
     # Imported here: the flows import much, and most writes never need them.
-    from ansible_collections.baremetal.capi.plugins.module_utils.capi import control_plane, deployment
+    from ansible_collections.baremetal.capi.plugins.module_utils.capi import addons, control_plane, deployment
     from ansible_collections.baremetal.capi.plugins.module_utils.maas import cluster as maas_cluster
     from ansible_collections.baremetal.capi.plugins.module_utils.maas import state as maas_state
     from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import cluster as m3_cluster
@@ -63,6 +63,7 @@ def _registry() -> dict:
         "MaasMachineTemplate.infrastructure.cluster.x-k8s.io": (None, tw.validate_maas_machine_template),
         "KubeadmControlPlane.controlplane.cluster.x-k8s.io": (None, plain(control_plane.validate_control_plane)),
         "MachineDeployment.cluster.x-k8s.io": (None, plain(deployment.validate_deployment)),
+        "ClusterResourceSet.addons.cluster.x-k8s.io": (addons.default, addons.validate),
     }
 
 

@@ -30,12 +30,13 @@ import time
 from ansible_collections.baremetal.capi.plugins.module_utils import runner
 from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import certificates, kubeadm
 from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap.tokens import WorkloadTokens
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import addons, control_plane, deployment, refs
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import cluster as capi_cluster
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import control_plane, deployment, refs
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import machine as capi_machine
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Conflict, NotFound, Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
+from ansible_collections.baremetal.capi.plugins.module_utils.remediation import health_check
 
 CONTROL_PLANE_INITIALIZED = "ControlPlaneInitialized"
 
@@ -133,6 +134,7 @@ def row(store, machine: dict, infra_kind: str, nodes: dict | None) -> dict:
         "providerID": spec.get("providerID"),
         "node": node_name,
         "nodeReady": ready,
+        "nodeNotReady": wl.node_ready_message(nodes.get(node_name)) if nodes and node_name else None,
         **certificates.report(store, machine),  # caExpiry, certificatesExpiry
     }
 
@@ -184,6 +186,7 @@ class Converger:
         cluster = store.get("Cluster", self.cluster_name, ns)
         changed = capi_cluster.reconcile(store, cluster, check=check).changed
         cluster = store.get("Cluster", self.cluster_name, ns)
+        changed |= health_check.reconcile_cluster(store, cluster, workload=self._client(), check=check)
         messages = []
         topo_done = True
         cp_ref = (cluster.get("spec") or {}).get("controlPlaneRef")
@@ -207,6 +210,7 @@ class Converger:
         machines = cluster_machines(store, self.cluster_name, ns)
         cluster, init_changed = _mark_initialized(store, cluster, machines, check)
         changed |= init_changed
+        changed |= addons.reconcile_cluster(store, cluster, workload=self._client(), check=check)
         boot = _bootstrap(
             store,
             cluster,
@@ -247,6 +251,7 @@ class Converger:
                 "providerID": None,
                 "node": None,
                 "nodeReady": None,
+                "nodeNotReady": None,
             }
         if callable(nodes):
             nodes = nodes() if (current.get("status") or {}).get("nodeRef") else None
@@ -348,8 +353,8 @@ class _Loop:
                 res = runner.Step(done=False, message=exc.message, requeue_after=exc.after)
             current = refs.get_or_none(self.conv.store, "Machine", name, self.conv.ns)
             r = self.conv.row_of(machine, current, self.nodes)
-            # Done once the Node is Ready and the Machine says so: a Node that turned Ready after this step read
-            # it is recorded by the next step, not left to the next run (which would then report changed).
+            # Done once the Node is Ready and the Machine says so: a Node that turned Ready (its CNI came up)
+            # after this step read it is recorded by the next step, not left to the next run.
             recorded = current is not None and conditions.is_true(current, names.NODE_READY)
             done = r["state"] == "Deleted" or (
                 res.done and r["state"] == "Running" and bool(r["nodeReady"]) and recorded

@@ -106,6 +106,13 @@ def run(params: dict, store, ns: str, *, maas_options, check_mode: bool, progres
         close()
 
 
+def _waits_for(row: dict) -> str:
+    """The machine's message, and the kubelet's own words when its Node is registered but not Ready ("network
+    not ready" is a missing CNI add-on: docs/cluster-description.md, "Add-ons and the CNI")."""
+    kubelet = f"Node NotReady: {row['nodeNotReady']}" if row.get("nodeNotReady") else ""
+    return " - ".join(x for x in (row.get("message") or "", kubelet) if x)
+
+
 def outcome(params: dict, ns: str, report: dict, check_mode: bool) -> tuple[dict, str | None]:
     """The task's result (without ``changed``: ``report["changed"]``) and, when it failed, why (naming each
     machine and what it waits for)."""
@@ -125,7 +132,7 @@ def outcome(params: dict, ns: str, report: dict, check_mode: bool) -> tuple[dict
         return result, "; ".join(f"Machine {ns}/{r['machine']}: {r['message']}" for r in failed)
     if waited and not reached:
         waiting = [
-            f"{r['machine']} ({r['state']}): {r['message']}"
+            f"{r['machine']} ({r['state']}): {_waits_for(r)}"
             for r in report["machines"]
             if not (r["state"] == "Running" and r["nodeReady"])
         ]

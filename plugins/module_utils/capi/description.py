@@ -43,7 +43,15 @@ SCHEMA = {
         **{k: v for k, v in _POOL.items() if k not in ("name", "deletion_order", "data_template")},
         "rollout": {"max_surge": "int", "after": "str", "certificates_expiry_days": "int"},
     },
-    "workers": ("list", _POOL),
+    "workers": (
+        "list",
+        {
+            **_POOL,
+            "rollout": {"strategy": "str", "max_surge": "raw", "max_unavailable": "raw", "after": "str"},
+            "min_ready_seconds": "int",
+            "remediation_max_in_flight": "raw",
+        },
+    ),
     "cluster_network": "dict",
     "control_plane_endpoint": "dict",
     "endpoint_via_maas_dns": "bool",
@@ -52,6 +60,7 @@ SCHEMA = {
     "ip_pools": ("list", "dict"),
     "hosts": ("list", "dict"),
     "kubeadm": "dict",
+    "addons": ("list", {"name": "str", "strategy": "str", "manifests": ("list", "str"), "resources": ("list", "dict")}),
 }
 REQUIRED = ("name", "provider", "control_plane")
 
@@ -60,6 +69,10 @@ MAAS_CONSTRAINTS = {"minCPU": int, "minMemory": int, "tags": list, "resourcePool
 METAL3_IMAGE = ("url", "checksum", "checksumType", "format", "diskFormat")
 CLEANING_MODES = ("metadata", "disabled")
 DELETION_ORDERS = ("Random", "Newest", "Oldest")
+ROLLOUT_STRATEGIES = ("RollingUpdate", "OnDelete")
+ADDON_STRATEGIES = ("ApplyOnce", "Reconcile")
+INT_OR_PERCENT = re.compile(r"^\d+%?$")
+RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 KUBEADM_KEYS = {
     "kubelet_extra_args": dict,
     "pre_commands": list,
@@ -242,11 +255,13 @@ def check(desc) -> None:
         if pool.get("data_template") is not None:
             dns_subdomain(pool["data_template"], f"{field}.data_template")
         _pool(desc, pool, field, provider)
+        _worker_rollout(pool, field)
         # CAPI labels every Machine with its MachineDeployment's name: a label value, at most 63
         for fd in pool.get("failure_domains") or [None]:
             md = f"{desc['name']}-{pool['name']}" + (f"-{fd}" if fd else "")
             if len(md) > 63:
                 fail(f"MachineDeployment name {md!r} is longer than 63 (it is a label value)", f"{field}.name")
+    _addons(desc.get("addons") or [])
     _network(desc.get("cluster_network") or {})
     _endpoint(desc, provider)
     _kubeadm(desc.get("kubeadm") or {})
@@ -258,6 +273,55 @@ def check(desc) -> None:
                 fail("Metal3 only (a MAAS cluster's machines get their addresses from MAAS)", key)
         if desc.get("dns_domain") is not None and not DNS1123_SUBDOMAIN.match(desc["dns_domain"]):
             fail(f"{desc['dns_domain']!r} is not a DNS domain", "dns_domain")
+
+
+def _int_or_percent(value, field: str) -> None:
+    if isinstance(value, bool) or not INT_OR_PERCENT.match(str(value)):
+        fail(f"must be an integer >= 0 or a percentage such as 25%, got {value!r}", field)
+
+
+def _worker_rollout(pool: dict, field: str) -> None:
+    """A pool's rollout, readiness and remediation settings (the MachineDeployment webhook's rules)."""
+    rollout = pool.get("rollout") or {}
+    strategy = rollout.get("strategy") or "RollingUpdate"
+    if strategy not in ROLLOUT_STRATEGIES:
+        fail(f"must be one of {', '.join(ROLLOUT_STRATEGIES)}, got {strategy!r}", f"{field}.rollout.strategy")
+    for key in ("max_surge", "max_unavailable"):
+        if rollout.get(key) is not None:
+            _int_or_percent(rollout[key], f"{field}.rollout.{key}")
+    zero = ("0", "0%")
+    if str(rollout.get("max_surge", 1)) in zero and str(rollout.get("max_unavailable", 0)) in zero:
+        fail("max_surge and max_unavailable must not both be 0", f"{field}.rollout")
+    if rollout.get("after") is not None and not RFC3339.match(rollout["after"]):
+        fail(f"{rollout['after']!r} is not an RFC 3339 time such as 2026-01-01T00:00:00Z", f"{field}.rollout.after")
+    if pool.get("min_ready_seconds") is not None and pool["min_ready_seconds"] < 0:
+        fail(f"must be >= 0, got {pool['min_ready_seconds']}", f"{field}.min_ready_seconds")
+    if pool.get("remediation_max_in_flight") is not None:
+        _int_or_percent(pool["remediation_max_in_flight"], f"{field}.remediation_max_in_flight")
+
+
+def _addons(addons: list) -> None:
+    seen: dict = {}
+    for i, addon in enumerate(addons):
+        field = f"addons[{i}]"
+        if not addon.get("name"):
+            fail("is required", f"{field}.name")
+        dns_label(addon["name"], f"{field}.name", "add-on name")
+        if addon["name"] in seen:
+            fail(f"duplicate add-on {addon['name']!r} (also addons[{seen[addon['name']]}])", f"{field}.name")
+        seen[addon["name"]] = i
+        strategy = addon.get("strategy") or "ApplyOnce"
+        if strategy not in ADDON_STRATEGIES:
+            fail(f"must be one of {', '.join(ADDON_STRATEGIES)}, got {strategy!r}", f"{field}.strategy")
+        if not addon.get("manifests") and not addon.get("resources"):
+            fail("manifests or resources is required", field)
+        for j, res in enumerate(addon.get("resources") or []):
+            if (
+                res.get("kind") not in ("ConfigMap", "Secret")
+                or not isinstance(res.get("name"), str)
+                or not res["name"]
+            ):
+                fail("each resource is {kind: ConfigMap or Secret, name}", f"{field}.resources[{j}]")
 
 
 def _network(net: dict) -> None:

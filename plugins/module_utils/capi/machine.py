@@ -133,8 +133,10 @@ def apply_node(machine: dict, node: dict | None, clock=None) -> bool:
         "True": names.NODE_READY_REASON,
         "False": names.NODE_NOT_READY_REASON,
     }.get(ready, names.NODE_READY_UNKNOWN_REASON)
-    changed |= conditions.set_condition(machine, names.NODE_READY, ready, reason, clock=clock)
-    changed |= conditions.set_condition(machine, names.NODE_HEALTHY, ready, reason, clock=clock)
+    # the kubelet's own words when it is not Ready (upstream copies the Node's Ready message)
+    message = wl.node_ready_message(node) or ""
+    changed |= conditions.set_condition(machine, names.NODE_READY, ready, reason, message, clock=clock)
+    changed |= conditions.set_condition(machine, names.NODE_HEALTHY, ready, reason, message, clock=clock)
     return changed
 
 

@@ -254,6 +254,33 @@ class WorkloadClient:
             if (va.get("spec") or {}).get("nodeName") == node_name
         )
 
+    # -- any object: what ClusterResourceSet applies ----------------------------------------------
+
+    def request(self, method: str, path: str, body=None, *, content_type: str = "application/json", query=None):
+        """One REST call on the workload API; the JSON answer (errors mapped as for the other calls)."""
+        from kubernetes.client.exceptions import ApiException
+
+        api = self._core.api_client
+
+        def send(_request_timeout=None, _preload_content=False):
+            # the generated API methods' two halves: serialize (auth, query), then send; errors raised as theirs
+            method_, url, headers, body_, post = api.param_serialize(
+                method=method,
+                resource_path=path,
+                query_params=list((query or {}).items()),
+                header_params={"Content-Type": content_type, "Accept": "application/json"},
+                body=body,
+                auth_settings=["BearerToken"],
+            )
+            resp = api.call_api(method_, url, header_params=headers, body=body_, post_params=post,
+                                _request_timeout=_request_timeout)  # fmt: skip
+            resp.read()
+            if not 200 <= resp.status <= 299:
+                raise ApiException(http_resp=resp)
+            return resp
+
+        return self._call(f"{method} {path}", send)
+
 
 def node_ready(node: dict) -> str:
     """The status of the Node's Ready condition: "True", "False" or "Unknown"."""
@@ -261,6 +288,14 @@ def node_ready(node: dict) -> str:
         if cond.get("type") == "Ready":
             return cond.get("status") or "Unknown"
     return "Unknown"
+
+
+def node_ready_message(node: dict | None) -> str | None:
+    """``reason: message`` of a Node's Ready condition when it is not True (what the kubelet says is missing)."""
+    for cond in ((node or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready" and cond.get("status") != "True":
+            return ": ".join(x for x in (cond.get("reason"), cond.get("message")) if x) or None
+    return None
 
 
 __all__ = [
@@ -272,4 +307,5 @@ __all__ = [
     "kubeconfig_from_store",
     "kubeconfig_secret_name",
     "node_ready",
+    "node_ready_message",
 ]

@@ -20,6 +20,7 @@ M3IPAM_GROUP = "ipam.metal3.io"
 CAPI_IPAM_GROUP = "ipam.cluster.x-k8s.io"
 BMO_GROUP = "metal3.io"
 REMEDIATION_GROUP = "remediation.capi.baremetal.io"
+ADDONS_GROUP = "addons.cluster.x-k8s.io"
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,8 @@ ALL: tuple[Kind, ...] = (
     _k("MachineSet", CAPI_GROUP, "v1beta2", "machinesets", ("ms",)),
     _k("MachineDeployment", CAPI_GROUP, "v1beta2", "machinedeployments", ("md",)),
     _k("MachineHealthCheck", CAPI_GROUP, "v1beta2", "machinehealthchecks", ("mhc",)),
+    _k("ClusterResourceSet", ADDONS_GROUP, "v1beta2", "clusterresourcesets", ("crs",)),
+    _k("ClusterResourceSetBinding", ADDONS_GROUP, "v1beta2", "clusterresourcesetbindings", status_subresource=False),
     _k("KubeadmControlPlane", CONTROLPLANE_GROUP, "v1beta2", "kubeadmcontrolplanes", ("kcp",)),
     _k("KubeadmConfig", BOOTSTRAP_GROUP, "v1beta2", "kubeadmconfigs"),
     _k("KubeadmConfigTemplate", BOOTSTRAP_GROUP, "v1beta2", "kubeadmconfigtemplates", status_subresource=False),

@@ -17,6 +17,8 @@ PAUSED_ANNOTATION = "cluster.x-k8s.io/paused"
 CLONED_FROM_NAME_ANNOTATION = "cluster.x-k8s.io/cloned-from-name"
 CLONED_FROM_GROUPKIND_ANNOTATION = "cluster.x-k8s.io/cloned-from-groupkind"
 DELETE_MACHINE_ANNOTATION = "cluster.x-k8s.io/delete-machine"
+# ours: the ClusterResourceSets (and their ConfigMaps) written from a cluster description's add-ons
+ADDON_FROM_DESCRIPTION_LABEL = "addons.capi.baremetal.io/from-description"
 REMEDIATE_MACHINE_ANNOTATION = "cluster.x-k8s.io/remediate-machine"
 NODE_UNINITIALIZED_TAINT = "node.cluster.x-k8s.io/uninitialized"
 MACHINE_FINALIZER = "machine.cluster.x-k8s.io"

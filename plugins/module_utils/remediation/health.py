@@ -144,11 +144,13 @@ def check(
     unhealthy_timeout: int = 300,
     node_startup_timeout: int = DEFAULT_NODE_STARTUP_TIMEOUT,
     machine_conditions: list[dict] | None = None,
+    nodes: dict | None = None,
 ) -> list[dict]:
     """Evaluate the Machines of a namespace (of one cluster, matching ``selector``, or named in ``names_``).
 
-    Each workload cluster's Nodes are listed once.  A workload API that cannot be reached skips its
-    machines (MachineHealthCheck does not judge what it cannot see).
+    Each workload cluster's Nodes are listed once (``nodes``, {name: Node}, when the caller has them).  A
+    workload API that cannot be reached skips its machines (MachineHealthCheck does not judge what it
+    cannot see).
     """
     from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
     from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound, Requeue
@@ -169,6 +171,8 @@ def check(
     for machine in machines:
         cname = machine["spec"]["clusterName"]
         cl = refs.get_or_none(store, "Cluster", cname, ns)
+        if cname not in nodes_of and nodes is not None:
+            nodes_of[cname] = nodes
         if cname not in nodes_of:
             try:
                 client = workload or wl.client_for(store, cname, ns, workload_kubeconfig)
@@ -254,12 +258,20 @@ def remediation_allowed(mhc: dict, results: list[dict]) -> tuple[bool, str]:
             raise Invalid(f"unhealthyInRange {in_range!r} is not [a-b]", obj=meta.ref(mhc), field="spec.remediation")
         low, high = int(m.group(1)), int(m.group(2))
         if not low <= unhealthy <= high:
-            return False, f"{unhealthy} unhealthy of {total}: outside unhealthyInRange {in_range}"
+            # upstream RemediationAllowed=False, TooManyUnhealthy
+            return False, (
+                "Remediation is not allowed, the number of not started or unhealthy machines does not fall "
+                f"within the range (total: {total}, unhealthy: {unhealthy}, unhealthyInRange: {in_range})"
+            )
         return True, ""
     if max_unhealthy is None:
         return True, ""
     text = str(max_unhealthy)
     limit = int(total * int(text[:-1]) / 100) if text.endswith("%") else int(text)
     if unhealthy > limit:
-        return False, f"{unhealthy} unhealthy of {total}: more than unhealthyLessThanOrEqualTo {max_unhealthy}"
+        return False, (
+            "Remediation is not allowed, the number of not started or unhealthy machines exceeds "
+            f"unhealthyLessThanOrEqualTo (total: {total}, unhealthy: {unhealthy}, "
+            f"unhealthyLessThanOrEqualTo: {max_unhealthy})"
+        )
     return True, ""

@@ -29,6 +29,7 @@ from awx_job import (  # noqa: E402
 )
 
 from ansible_collections.baremetal.capi.plugins.module_utils.store.base import open_store  # noqa: E402
+from tests.integration import cni  # noqa: E402
 
 pytestmark = pytest.mark.timeout(2400)
 TEMPLATES = {Path(t["playbook"]).stem: t for t in job_templates()}
@@ -104,6 +105,7 @@ def awx_metal3(lab, tmp_path):
             }
         },
         "hosts": hosts,
+        "addons": [cni.ADDON],  # the lab's Nodes are NotReady until a CNI runs
     }
     inventory = tmp_path / "clusters.yml"
     host_vars = {

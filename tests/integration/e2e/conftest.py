@@ -26,6 +26,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.store.base import o
 from lab import process
 from lab.config import REPO
 from lab.ironic import hosts as lab_hosts
+from tests.integration import cni
 
 MAAS_FAST = {"deploy": 1.0, "release": 0.3, "erase": 0.3, "commission": 0.3, "power": 0.1}
 RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
@@ -62,6 +63,8 @@ class E2E:
         (inv / "host_vars").mkdir(parents=True)
         (inv / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {self.name: None}}}))
         description = {**description, "store": self.store_option}
+        # the lab's Nodes are NotReady until a CNI runs: every cluster gets the stand-in unless told otherwise
+        description.setdefault("addons", [cni.ADDON])
         host_vars = {
             "ansible_connection": "local",
             "capi_cluster": description,
@@ -71,8 +74,15 @@ class E2E:
             **extra_vars,
         }
         (inv / "host_vars" / f"{self.name}.yml").write_text(yaml.safe_dump(host_vars, sort_keys=False))
+        self.host_vars = host_vars
         self.inventory = str(inv)
         self.env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"))
+
+    def rewrite(self, description: dict) -> None:
+        """A new description of the same cluster (the user editing the inventory)."""
+        self.host_vars["capi_cluster"] = {**description, "store": {"kind": "sqlite", "path": self.db}}
+        path = Path(self.inventory) / "host_vars" / f"{self.name}.yml"
+        path.write_text(yaml.safe_dump(self.host_vars, sort_keys=False))
 
     def argv(self, playbook: str, extra: dict | None = None, check: bool = False) -> list[str]:
         argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", self.inventory]

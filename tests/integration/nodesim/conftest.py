@@ -99,6 +99,44 @@ def workload_client(kubeconfig_text: str, tmp_path):
     return kconfig.new_client_from_config(config_file=str(path))
 
 
+def install_cni(kubeconfig_text: str, not_ready_first: str | None = None) -> None:
+    """The lab's CNI stand-in on the workload cluster: its kubelets keep their Nodes NotReady without one.
+
+    With ``not_ready_first`` (a Node name), that Node is first seen registered NotReady for want of a network,
+    with the kubelet's reason and message.
+    """
+    from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
+    from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError
+    from tests.integration import cni
+
+    if not_ready_first:
+        core = wl.cached_client(kubeconfig_text).core_v1()
+
+        def no_network():
+            try:
+                node = core.read_node(not_ready_first)
+            except UNREACHABLE:
+                return None
+            cond = next((c for c in node.status.conditions or [] if c.type == "Ready"), None)
+            return (
+                cond is not None
+                and cond.status == "False"
+                and cond.reason == "KubeletNotReady"
+                and ("cni plugin not initialized" in (cond.message or ""))
+            )
+
+        eventually(no_network, f"{not_ready_first} registered NotReady (no CNI)")
+
+    def applied():
+        try:
+            cni.apply(kubeconfig_text)
+            return True
+        except CapiError:
+            return False  # the API server is still coming up
+
+    eventually(applied, "the CNI stand-in applied")
+
+
 def ready_status(node) -> str | None:
     for cond in node.status.conditions or []:
         if cond.type == "Ready":

@@ -9,7 +9,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import ku
 from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import pki as cabpk_pki
 from lab.nodesim import clusters
 
-from .conftest import UNREACHABLE, eventually, ready_status, workload_client
+from .conftest import UNREACHABLE, eventually, install_cni, ready_status, workload_client
 
 
 def _certs() -> dict:
@@ -64,6 +64,7 @@ def test_collection_rendered_init_cp_join_worker_join(nodesim_lab, ironic, fake_
     def ready(name, want="True"):
         return lambda: (n := node(name)) is not None and ready_status(n) == want
 
+    install_cni(kubeconfig, not_ready_first="coll-cp-0")
     eventually(ready("coll-cp-0"), "the init Node Ready")
     token = cabpk_pki.new_token()
     core.create_namespaced_secret("kube-system", cabpk_pki.token_secret(token, 900))

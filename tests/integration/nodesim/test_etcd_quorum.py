@@ -21,7 +21,7 @@ from lab.kube_build import pki
 from lab.nodesim import client as nodesim
 from lab.nodesim import clusters, etcd
 
-from .conftest import UNREACHABLE, eventually, ready_status, workload_client
+from .conftest import UNREACHABLE, eventually, install_cni, ready_status, workload_client
 from .test_collection_bootstrap import _certs, _spec
 
 # CABPK's cluster CAs carry PKCS#1 keys; any client certificate of the etcd CA is let in (etcd auth is off, as
@@ -52,6 +52,7 @@ class Cluster:
         self.ips = dict(zip([n.id for n in nodes], _free_ips(len(nodes)), strict=True))
         self.names = {n.id: f"{name}-cp-{i}" for i, n in enumerate(nodes)}
         kcfg = cabpk_pki.admin_kubeconfig(name, f"https://{endpoint}", self.certs["ca"]["crt"], self.certs["ca"]["key"])
+        self.kubeconfig = kcfg
         self.core = k.CoreV1Api(workload_client(kcfg, tmp_path))
         etcd_ca = (self.certs["etcd"]["crt"].encode(), self.certs["etcd"]["key"].encode())
         crt, key = pki.issue(*etcd_ca, KCP_CLIENT_CN)
@@ -114,6 +115,7 @@ def test_three_control_planes_quorum_and_member_removal(nodesim_lab, ironic, fak
     cp0, cp1, cp2 = fake_nodes(3)
     c = Cluster("q3", endpoint, ironic, [cp0, cp1, cp2], tmp_path)
     c.init(cp0)
+    install_cni(c.kubeconfig, not_ready_first="q3-cp-0")  # the lab's kubelets are NotReady until a CNI runs
     eventually(lambda: (c.nodes_ready() or {}).get("q3-cp-0") == "True", "the init Node Ready")
     token = cabpk_pki.new_token()
     c.core.create_namespaced_secret("kube-system", cabpk_pki.token_secret(token, 900))
@@ -198,6 +200,7 @@ def test_one_control_plane(nodesim_lab, ironic, fake_nodes, endpoint, tmp_path):
     (cp0,) = fake_nodes(1)
     c = Cluster("q1", endpoint, ironic, [cp0], tmp_path)
     c.init(cp0)
+    install_cni(c.kubeconfig)
     eventually(lambda: (c.nodes_ready() or {}).get("q1-cp-0") == "True", "the init Node Ready")
     members = _members(c.etcd())
     assert list(members) == ["q1-cp-0"] and not members["q1-cp-0"].get("isLearner")

@@ -12,7 +12,7 @@ from lab.nodesim import client as nodesim
 from lab.nodesim import clusters
 
 from . import cabpk
-from .conftest import UNREACHABLE, eventually, ready_status, workload_client
+from .conftest import UNREACHABLE, eventually, install_cni, ready_status, workload_client
 
 
 def _meta(namespace: str, host: str, machine: str) -> dict:
@@ -87,6 +87,7 @@ def test_init_two_joins_ready_nodes_and_power_off(nodesim_lab, ironic, fake_node
     # the API serves before kubeadm init's upload phase is through
     cluster_info = eventually(cluster_info, "kubeadm init's kube-public/cluster-info")
     assert f"server: https://{endpoint}" in cluster_info.data["kubeconfig"]
+    install_cni(kubeconfig, not_ready_first=machines[cp.id])
 
     # CABPK makes the join token in the workload cluster once the control plane is initialized
     token = cabpk.new_token()

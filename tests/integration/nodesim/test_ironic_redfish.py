@@ -13,7 +13,7 @@ from lab.nodesim import client as nodesim
 from lab.nodesim import clusters
 
 from . import cabpk
-from .conftest import UNREACHABLE, eventually, ready_status, workload_client
+from .conftest import UNREACHABLE, eventually, install_cni, ready_status, workload_client
 
 pytestmark = pytest.mark.timeout(1200)
 
@@ -90,6 +90,7 @@ def test_redfish_host_init_from_virtual_media(nodesim_lab, ironic, redfish_node,
 
         return check
 
+    install_cni(cabpk.admin_kubeconfig(cluster, endpoint, ca), not_ready_first=machine)
     eventually(ready("True"), "the redfish host's Node Ready", last=lambda: nodesim.host(cfg, f"ironic/{node.id}"))
     n = core.read_node(machine)
     assert n.spec.provider_id == f"metal3://nodesim/{host['name']}/{machine}"

@@ -15,7 +15,7 @@ from kubernetes import client as k
 from lab.nodesim import clusters
 
 from . import cabpk
-from .conftest import UNREACHABLE, eventually, ready_status, workload_client
+from .conftest import UNREACHABLE, eventually, install_cni, ready_status, workload_client
 
 FAST = {"deploy": 0.5, "release": 0.3, "erase": 0.3, "commission": 0.3, "power": 0.2}
 
@@ -91,6 +91,7 @@ def test_maas_machines_init_join_power_off_release(nodesim_lab, maas, endpoint, 
             return None
 
     eventually(lambda: node(cp["hostname"]), "the init machine's Node")
+    install_cni(cabpk.admin_kubeconfig(cluster, endpoint, ca), not_ready_first=cp["hostname"])
     token = cabpk.new_token()
     core.create_namespaced_secret("kube-system", cabpk.token_secret(token))
     for m in (w1, w2):

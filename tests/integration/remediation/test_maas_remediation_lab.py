@@ -29,6 +29,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.model import condit
 from ansible_collections.baremetal.capi.plugins.module_utils.remediation import reboot
 from ansible_collections.baremetal.capi.plugins.module_utils.remediation.targets import MaasTarget
 from lab.nodesim import client as nodesim
+from tests.integration import cni
 from tests.integration.maas import objects
 from tests.integration.nodesim import cabpk
 
@@ -84,6 +85,7 @@ def test_maas_reboot_remediation(sim, play, store, tag, lab):
     r = play("maas_machine", {"name": "cp-0", "wait_timeout": 300})
     assert not r.get("failed"), r
     objects.create_token(kubeconfig, token)
+    cni.apply(kubeconfig)  # the lab's Nodes are NotReady until a CNI runs
     r = play("maas_machine", {"cluster": cname, "wait_timeout": 300})
     assert not r.get("failed"), r
     core = k8s.CoreV1Api(kconfig.new_client_from_config_dict(yaml.safe_load(kubeconfig)))

@@ -29,6 +29,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.model import condit
 from ansible_collections.baremetal.capi.plugins.module_utils.remediation import reboot
 from ansible_collections.baremetal.capi.plugins.module_utils.remediation.targets import Metal3Target
 from lab.nodesim import client as nodesim
+from tests.integration import cni
 
 from .conftest import PowerHistory, bmc_power, eventually, free_redfish_hosts, redfish_entry, run_playbook
 
@@ -158,6 +159,7 @@ def test_metal3_reboot_remediation_through_redfish(mlab):
         return True
 
     eventually(token_created, "the workload API (kubeadm init on cp-0)")
+    cni.apply(ml.kubeconfig)  # the lab's Nodes are NotReady until a CNI runs
     ml.play([{"baremetal.capi.metal3_machine": {"cluster": ml.cluster}}])
     assert (_host_of(ml, "wa"), _host_of(ml, "wb")) == (wa_host["name"], wb_host["name"])
     for name in (wa_host["name"], wb_host["name"]):

@@ -152,6 +152,63 @@ CASES = [
         "workers[0].deletion_order",
     ),  # fmt: skip
     (
+        "unknown rollout strategy",
+        M,
+        _set("workers[0].rollout", {"strategy": "Recreate"}),
+        "capi_cluster",
+        "workers[0].rollout.strategy",
+    ),  # fmt: skip
+    (
+        "max_surge neither integer nor percentage",
+        M,
+        _set("workers[0].rollout", {"max_surge": "one"}),
+        "capi_cluster",
+        "workers[0].rollout.max_surge",
+    ),  # fmt: skip
+    (
+        "max_surge and max_unavailable both 0",
+        M,
+        _set("workers[0].rollout", {"max_surge": 0, "max_unavailable": "0%"}),
+        "capi_cluster",
+        "workers[0].rollout",
+    ),  # fmt: skip
+    (
+        "rollout after not a time",
+        M,
+        _set("workers[0].rollout", {"after": "tomorrow"}),
+        "capi_cluster",
+        "workers[0].rollout.after",
+    ),  # fmt: skip
+    (
+        "negative min_ready_seconds",
+        M,
+        _set("workers[0].min_ready_seconds", -5),
+        "capi_cluster",
+        "workers[0].min_ready_seconds",
+    ),  # fmt: skip
+    ("add-on without name", M, _set("addons", [{"manifests": ["cni.yaml"]}]), "capi_cluster", "addons[0].name"),
+    (
+        "add-on without manifests or resources",
+        M,
+        _set("addons", [{"name": "cni"}]),
+        "capi_cluster",
+        "addons[0]",
+    ),  # fmt: skip
+    (
+        "unknown add-on strategy",
+        M,
+        _set("addons", [{"name": "cni", "strategy": "Always", "manifests": ["cni.yaml"]}]),
+        "capi_cluster",
+        "addons[0].strategy",
+    ),  # fmt: skip
+    (
+        "add-on resource of another kind",
+        M,
+        _set("addons", [{"name": "cni", "resources": [{"kind": "Deployment", "name": "x"}]}]),
+        "capi_cluster",
+        "addons[0].resources[0]",
+    ),  # fmt: skip
+    (
         "kubelet extra args a string",
         M,
         _set("kubeadm.kubelet_extra_args", "max-pods=50"),

@@ -144,6 +144,25 @@ ROLES = {
             "capi_workload_kubeconfig": ROUNDS["capi_workload_kubeconfig"],
         },
     ),
+    "addons": (
+        "The cluster's add-ons (ClusterResourceSets), a CNI among them",
+        "Runs M(baremetal.capi.cluster_addons) for the description's C(addons): a ClusterResourceSet per add-on "
+        "(its manifests in a ConfigMap), those of add-ons no longer described removed. The converge loop of the "
+        "C(baremetal.capi.machines) role applies them once the workload API answers.",
+        {
+            "capi_addons_dir": {
+                "description": "Where relative manifest paths are taken from (default the inventory directory).",
+                "type": "str",
+                "default": "",
+            },
+            "capi_addons_apply": {
+                "description": "Apply the add-ons now (the workload API must answer).",
+                "type": "bool",
+                "default": False,
+            },
+            "capi_workload_kubeconfig": ROUNDS["capi_workload_kubeconfig"],
+        },
+    ),
     "labelsync": (
         "BareMetalHost labels to Nodes (Metal3)",
         "M(baremetal.capi.metal3_labelsync) for the description's cluster.",

@@ -148,3 +148,45 @@ def test_a_new_kubernetes_version_changes_the_kcp_and_every_deployment():
     assert old["KubeadmControlPlane"][0]["spec"]["version"] != new["KubeadmControlPlane"][0]["spec"]["version"]
     assert new["KubeadmControlPlane"][0]["spec"]["version"] == "v1.35.0"
     assert {md["spec"]["template"]["spec"]["version"] for md in new["MachineDeployment"]} == {"v1.35.0"}
+
+
+def test_table_and_progress_tell_a_node_without_network_from_a_ready_one():
+    message = (
+        "KubeletNotReady: container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
+        "message:Network plugin returns error: cni plugin not initialized"
+    )
+    rows = [
+        {"machine": "w-1", "role": "worker", "state": "Running", "nodeReady": False, "nodeNotReady": message},
+        {"machine": "w-2", "role": "worker", "state": "Running", "nodeReady": False,
+         "nodeNotReady": "NodeStatusUnknown: Kubelet stopped posting node status."},
+        {"machine": "w-3", "role": "worker", "state": "Running", "nodeReady": True, "nodeNotReady": None},
+    ]  # fmt: skip
+    lines = cd.machine_table(rows)
+    ready = lines[0].index("NODE READY")
+    assert lines[1][ready:].split("  ")[0] == "False (network not ready)"
+    assert lines[2][ready:].split("  ")[0] == "False (NodeStatusUnknown)"
+    assert lines[3][ready:].split("  ")[0] == "True"
+    assert "node=NotReady (network not ready)" in cd.progress_line(rows[0])
+    assert "node=Ready" in cd.progress_line(rows[2])
+
+
+def test_pool_rollout_settings_become_machine_deployment_fields():
+    pool = {
+        "name": "md-0",
+        "image": IMAGE,
+        "replicas": 3,
+        "rollout": {"strategy": "RollingUpdate", "max_surge": 0, "max_unavailable": "34%"},
+        "min_ready_seconds": 30,
+        "remediation_max_in_flight": 1,
+    }
+    desc = _metal3(workers=[pool])
+    md = _by_kind(cd.objects(desc, "machines"))["MachineDeployment"][0]
+    assert md["spec"]["rollout"] == {
+        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": "34%"}}
+    }
+    assert md["spec"]["template"]["spec"]["minReadySeconds"] == 30
+    assert md["spec"]["remediation"] == {"maxInFlight": 1}
+    assert "rollout" not in _by_kind(cd.objects(_metal3(), "machines"))["MachineDeployment"][0]["spec"]
+    pool["rollout"] = {"strategy": "Sideways"}
+    with pytest.raises(cd.DescriptionError, match=r"workers\[0\]\.rollout\.strategy"):
+        cd.objects(desc, "machines")
