@@ -13,6 +13,7 @@ host reached through another connection the module runs there, as any module wou
 
 from __future__ import annotations
 
+import os
 import time
 
 from ansible.errors import AnsibleActionFail
@@ -76,11 +77,19 @@ class ActionModule(ActionBase):
                 ca_bundle=params.get("maas_ca_bundle"),
             )  # fmt: skip
 
+        # The loop runs in an ansible-playbook worker, which ansible-core detaches into a session of its own: a
+        # kill -9 of ansible-playbook leaves it running, a second converger behind the user's back. Once its
+        # parent is gone (reparented), nobody waits for the result: it stops after the steps in flight.
+        parent = os.getppid()
+
+        def abandoned() -> bool:
+            return os.getppid() != parent
+
         store = None
         try:
             store = open_store(store_options(params, no_log))
             report = converge_task.run(
-                params, store, ns, maas_options=maas_options, check_mode=check, progress=progress
+                params, store, ns, maas_options=maas_options, check_mode=check, progress=progress, abort=abandoned
             )
         except NotFound as exc:
             if not check:

@@ -160,9 +160,10 @@ class Loop:
 
     Unlike ``run``, items can be added, woken (``kick``) and removed while the loop runs, by the
     ``on_step(item_key, result, step)`` callback, which is called on the loop's own thread after every step
-    and returns whether the item *moved* (its observable state changed).  Waits adapt: after a move the item
-    is stepped again after ``poll_min``, then the interval doubles while nothing moves, up to ``poll_max``;
-    a delay the step asks for (``requeue_after``) shortens that, never lengthens it.  An item is never
+    and returns whether the item *moved* (its observable state changed).  ``abort()``, asked before each
+    scheduling pass, ends the loop as ``stop()`` does (the steps already running finish first).  Waits adapt:
+    after a move the item is stepped again after ``poll_min``, then the interval doubles while nothing moves, up
+    to ``poll_max``; a delay the step asks for (``requeue_after``) shortens that, never lengthens it.  An item is never
     stepped twice at once.  Bad input (``Invalid``) fails an item for good; any other error is requeued
     with backoff, as a controller requeues, and stays the item's result until a step succeeds.
     """
@@ -177,8 +178,10 @@ class Loop:
         conflict_retry: float = 0.05,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        abort: Callable[[], bool] | None = None,
     ):
         self.workers = max(1, workers)
+        self.abort = abort
         self.clock = clock
         self.sleep = sleep
         self.deadline = clock() + timeout if timeout else None
@@ -250,6 +253,8 @@ class Loop:
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             running: dict = {}
             while True:
+                if self.abort is not None and not self._stopped and self.abort():
+                    self._stopped = True  # no new step; the ones running finish, then the loop ends
                 now = self.clock()
                 due = sorted(
                     (i for i in self.items.values() if i.due is not None and not i.running), key=lambda i: i.due

@@ -202,3 +202,22 @@ def test_loop_deadline_stops_it():
     loop.add("x", lambda: runner.Step(message="still provisioning"))
     results = loop.run()
     assert loop.timed_out and not results["x"].done and results["x"].message == "still provisioning"
+
+
+def test_loop_abort_ends_it_after_the_steps_in_flight():
+    """abort() (the ansible-playbook that waited for the result is gone) stops the loop: no step starts after it."""
+    clock = _FakeClock()
+    steps = []
+    gone = []
+
+    def step():
+        steps.append(clock.now())
+        if len(steps) == 3:
+            gone.append(True)
+        return runner.Step(message="still provisioning")
+
+    loop = runner.Loop(workers=1, poll_min=0.01, poll_max=0.01, timeout=60, clock=clock.now, sleep=clock.sleep,
+                       abort=lambda: bool(gone))  # fmt: skip
+    loop.add("x", step)
+    results = loop.run()
+    assert len(steps) == 3 and not loop.timed_out and not results["x"].done

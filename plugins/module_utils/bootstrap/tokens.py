@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import base64
 
-try:
-    from kubernetes.client.exceptions import ApiException
-except ImportError:  # reported by the modules with missing_required_lib
 
-    class ApiException(Exception):
-        """Never raised: keeps the except clauses valid without the kubernetes client."""
+class _NoApiException(Exception):
+    """Never raised: keeps the except clauses valid without the kubernetes client."""
+
+
+def _api_exception() -> type[Exception]:
+    """kubernetes' ApiException, imported only once a call failed: importing ``kubernetes`` loads its whole client
+    (every API and model class), which a module that never reaches a workload cluster should not pay for."""
+    try:
+        from kubernetes.client.exceptions import ApiException
+    except ImportError:  # reported by the modules with missing_required_lib
+        return _NoApiException
+    return ApiException
 
 
 class WorkloadTokens:
@@ -33,7 +40,7 @@ class WorkloadTokens:
         def call(*args):
             try:
                 return fn(*args)
-            except ApiException as exc:
+            except _api_exception() as exc:
                 # a workload API whose etcd or apiserver is not (yet) serving answers 5xx
                 if getattr(exc, "status", None) in (0, 500, 502, 503, 504):
                     raise Requeue(f"workload API unreachable: HTTP {exc.status}", after=5) from None
@@ -46,14 +53,14 @@ class WorkloadTokens:
     def create(self, secret: dict) -> None:
         try:
             self.core.create_namespaced_secret(self.namespace, secret)
-        except ApiException as exc:
+        except _api_exception() as exc:
             if getattr(exc, "status", None) != 409:
                 raise
 
     def expiration(self, token_id: str) -> str | None:
         try:
             secret = self.core.read_namespaced_secret(f"bootstrap-token-{token_id}", self.namespace)
-        except ApiException as exc:
+        except _api_exception() as exc:
             if getattr(exc, "status", None) == 404:
                 return None
             raise

@@ -258,18 +258,20 @@ class Converger:
         progress=None,
         until=None,
         clock=time.monotonic,
+        abort=None,
     ) -> dict:
         """Every machine advancing on its own until converged, ``until(rows)``, or the deadline.
 
         No rounds: one loop item for the cluster-level controllers, one per Machine (see docs/architecture.md,
         "The loop").  ``progress(row, timing)`` is called, on this thread, whenever a machine's row changes.
+        ``abort()`` true ends the loop after the steps in flight (nobody is waiting for the result any more).
         Check mode is one round: the plan.
         """
         if check:
             report = self.round(check=True)
             report.update(rounds=1, steps=1 + len(report["machines"]), timed_out=False)
             return report
-        return _Loop(self, timeout=timeout, poll=poll, progress=progress, until=until, clock=clock).run()
+        return _Loop(self, timeout=timeout, poll=poll, progress=progress, until=until, clock=clock, abort=abort).run()
 
 
 def _row_key(r: dict) -> tuple:
@@ -281,9 +283,9 @@ class _Loop:
 
     CLUSTER = "\0cluster"  # no Machine can have this name
 
-    def __init__(self, conv: Converger, *, timeout, poll, progress, until, clock):
+    def __init__(self, conv: Converger, *, timeout, poll, progress, until, clock, abort=None):
         self.conv, self.progress, self.until, self.clock = conv, progress, until, clock
-        self.loop = runner.Loop(workers=conv.workers, timeout=timeout, poll_max=poll, clock=clock)
+        self.loop = runner.Loop(workers=conv.workers, timeout=timeout, poll_max=poll, clock=clock, abort=abort)
         self.start = clock()
         self.rows: dict[str, dict] = {}
         self.seen: dict[str, tuple] = {}

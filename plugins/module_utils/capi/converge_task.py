@@ -59,11 +59,11 @@ def _manager(params: dict, provider: str, store, maas_options):
     return mgr, (lambda: None)
 
 
-def run(params: dict, store, ns: str, *, maas_options, check_mode: bool, progress=None) -> dict:
+def run(params: dict, store, ns: str, *, maas_options, check_mode: bool, progress=None, abort=None) -> dict:
     """Converge (with ``wait``) or take one round; the Converger's report.
 
     ``maas_options()`` gives the MAAS connection (called only for a MAAS cluster); ``progress(row, timing)``
-    is called whenever a machine's row changes while the loop runs.
+    is called whenever a machine's row changes while the loop runs; ``abort()`` true ends the loop early.
     """
     from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import kubeadm
     from ansible_collections.baremetal.capi.plugins.module_utils.capi.converge import Converger
@@ -93,7 +93,11 @@ def run(params: dict, store, ns: str, *, maas_options, check_mode: bool, progres
         if params["wait"] and not check_mode:
             until = control_plane_deployed if params["stop_when"] == "control_plane_deployed" else None
             return conv.converge(
-                timeout=params["wait_timeout"], poll=params["wait_sleep"], progress=progress, until=until
+                timeout=params["wait_timeout"],
+                poll=params["wait_sleep"],
+                progress=progress,
+                until=until,
+                abort=abort,
             )
         report = conv.round(check=check_mode)
         report.update(rounds=1, steps=1 + len(report["machines"]), timed_out=False)

@@ -32,13 +32,7 @@ import threading
 import urllib.parse
 from dataclasses import dataclass, field
 
-from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import pki
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Requeue
-
-try:
-    from cryptography.hazmat.primitives.asymmetric import ec
-except ImportError:  # reported by the modules with missing_required_lib (pki.HAS_CRYPTOGRAPHY)
-    ec = None
 
 CLIENT_PORT = 2379
 # KCP's etcd client certificate CN (controlplane/kubeadm/internal/etcd_client_generator.go).
@@ -87,6 +81,12 @@ class Member:
 
 def client_certificate(ca_cert_pem: str, ca_key_pem: str, now: datetime.datetime | None = None) -> tuple[str, str]:
     """A short-lived client certificate signed by the etcd CA: (certificate PEM, key PEM); P-256 (fast to make)."""
+    # Imported here: cryptography is the heaviest import of the control-plane flows, and every module whose
+    # webhook reaches them (a KubeadmControlPlane written by baremetal.capi.object) would pay it for nothing.
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import pki
+
     return pki.client_certificate(
         ca_cert_pem,
         ca_key_pem,

@@ -27,10 +27,11 @@ is replaced, and the replacement gets init data (the Cluster is not initialized,
 
 etcd: ``etcd_members`` is what etcd answers when it can be asked: a list of ``{name, id, isLearner,
 healthy}`` (``healthy`` optional), an etcd health object with ``members`` and ``healthy`` ids (see
-``members_from_health``), or a callable returning either, called only when the quorum check is reached.
-Without it the members are the control-plane Machines with a Node, as the store knows them.  A member's
-health is, in this order: what etcd said, the Machine's ``EtcdMemberHealthy`` condition, its ``NodeReady``
-condition.  Unknown health counts as unhealthy, as upstream assumes the worst.  ``clock`` returns an aware
+``members_from_health``), or a callable returning either, called only when the quorum check is reached (a
+callable that returns None or raises - etcd asked and not answering, as a cluster without quorum does - refuses
+the remediation).  Without it the members are the control-plane Machines with a Node, as the store knows them.
+A member's health is, in this order: what etcd said, the Machine's ``EtcdMemberHealthy`` condition, its
+``NodeReady`` condition.  Unknown health counts as unhealthy, as upstream assumes the worst.  ``clock`` returns an aware
 datetime (tests inject it).
 """
 
@@ -41,7 +42,7 @@ import datetime
 import json
 from dataclasses import dataclass, field
 
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, Invalid, NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Conflict, Invalid, NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, convert, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 
@@ -239,7 +240,17 @@ def can_safely_remediate(kcp: dict, machines: list[dict], victim: dict, etcd_mem
     if not member:  # upstream: no member to check; remediation is the user's intent
         return True, {"why": "the Machine hosts no known etcd member"}
     if callable(etcd_members):  # asked only now, when the answer decides
-        etcd_members = etcd_members()
+        try:
+            etcd_members = etcd_members()
+        except CapiError as exc:
+            etcd_members, why = None, exc.message
+        else:
+            why = "no member answers"
+        if etcd_members is None:
+            # Asked and no answer (a cluster that lost quorum answers nothing): upstream reads member health from
+            # the Machines' EtcdMemberHealthy conditions, which go Unknown when etcd cannot be reached, and counts
+            # Unknown as unhealthy - never the store's last-known NodeReady, which a dead cluster cannot update.
+            return False, {"why": f"cannot check etcd cluster health before remediation: {why}", "members_from": "etcd"}
     if etcd_members is not None and hasattr(etcd_members, "members"):
         etcd_members = members_from_health(etcd_members)
     source = "etcd" if etcd_members is not None else "store"

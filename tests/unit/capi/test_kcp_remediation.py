@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import control_plane
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import kcp_remediation as kr
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Invalid, NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
 
 NS = "rem"
@@ -342,3 +342,22 @@ def test_an_etcd_health_object_plugs_in():
     asked = []
     safe, _ = kr.can_safely_remediate(kcp, machines, machines[1], lambda: asked.append(1) or Health())
     assert safe and asked == [1]  # a callable is asked when the quorum check needs it
+
+
+def test_etcd_asked_and_not_answering_refuses_remediation():
+    """A cluster that lost quorum answers nothing: the store's last-known NodeReady must not stand in for etcd."""
+    machines = [
+        {"metadata": {"name": f"m{i}"}, "status": {"nodeRef": {"name": f"node-m{i}"}}, "spec": {}} for i in (1, 2, 3)
+    ]
+    for m in machines:
+        conditions.set_condition(m, names.NODE_READY, True, "NodeReady")
+    kcp = {"spec": {}}
+    assert kr.can_safely_remediate(kcp, machines, machines[0], None)[0]  # no etcd to ask: the store's view
+    safe, detail = kr.can_safely_remediate(kcp, machines, machines[0], lambda: None)
+    assert not safe and detail["why"] == "cannot check etcd cluster health before remediation: no member answers"
+
+    def no_leader():
+        raise CapiError("etcd https://10.0.0.1:2379/v3/cluster/member/list: etcdserver: no leader")
+
+    safe, detail = kr.can_safely_remediate(kcp, machines, machines[0], no_leader)
+    assert not safe and "etcdserver: no leader" in detail["why"]
