@@ -29,7 +29,7 @@ import threading
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base, ironic_actions, transient
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic_context import NOW, Ctx, node_name  # noqa: F401 (the driver's vocabulary)
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic_context import NOW, Ctx
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 

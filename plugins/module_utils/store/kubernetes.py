@@ -241,7 +241,7 @@ class KubernetesStore:
         elif not (method == "PUT" and isinstance(err, Conflict)):
             return None
         try:
-            resp, _ = self._send("GET", url)
+            resp, _headers = self._send("GET", url)
         except (ApiException, StoreUnavailable):
             return None
         stored = self._clean(json.loads(resp.data), kind)
@@ -299,7 +299,7 @@ class KubernetesStore:
             try:
                 while True:
                     more = {"_continue": token} if token else {}
-                    resp, _ = self._send("GET", url, limit=self.list_page, **more, **params)
+                    resp, _headers = self._send("GET", url, limit=self.list_page, **more, **params)
                     page = self._clean(json.loads(resp.data), k)
                     pages.append(page["items"])
                     token = (page.get("metadata") or {}).get("continue")
