@@ -47,19 +47,24 @@ REDFISH=(tests/integration/hosts tests/integration/lab_ironic tests/integration/
 E2E=(tests/integration/e2e tests/integration/lifecycle/test_etcd_client.py
      tests/integration/lifecycle/test_kcp_etcd_members.py tests/integration/awx/test_awx_cluster_jobs.py
      tests/integration/molecule)
-# kill -9 at 8 points of a provision and of a deprovision (tests/integration/e2e/test_e2e_kill.py, fake-hardware
-# hosts) runs in the Redfish line after its tests: the two lines then take about as long as each other.
-E2E_KILL=(tests/integration/e2e/test_e2e_kill.py)
+# Three end-to-end files on fake-hardware hosts run in the Redfish line after its tests, so that the two lines
+# take about as long as each other: kill -9 at 8 points of a provision and of a deprovision, the provision and
+# deprovision through a faulty Ironic with the -vvv secrets checks, and the playbooks on the oldest and newest
+# ansible-core.
+E2E_LATE=(tests/integration/e2e/test_e2e_kill.py tests/integration/e2e/test_e2e_faults_secrets.py
+          tests/integration/e2e/test_ansible_core_versions.py)
+E2E_LATE_IGNORE=()
+for path in "${E2E_LATE[@]}"; do E2E_LATE_IGNORE+=(--ignore="$path"); done
 IGNORE=()
 for path in "${REDFISH[@]}" "${E2E[@]}"; do IGNORE+=(--ignore="$path"); done
 IGNORE+=(--ignore=tests/integration/lifecycle --ignore=tests/integration/stores)
 
-"$PY" -m pytest -p no:cacheprovider "${REDFISH[@]}" "${E2E_KILL[@]}" -q -rs --durations=15 >"$OUT/redfish.log" 2>&1 &
+"$PY" -m pytest -p no:cacheprovider "${REDFISH[@]}" "${E2E_LATE[@]}" -q -rs --durations=15 >"$OUT/redfish.log" 2>&1 &
 redfish=$!
 (
     "$PY" -m pytest -p no:cacheprovider tests/integration "${IGNORE[@]}" -q -rs --durations=15 >"$OUT/other.log" 2>&1
     rc_o=$?
-    "$PY" -m pytest -p no:cacheprovider "${E2E[@]}" --ignore="${E2E_KILL[0]}" -q -rs --durations=15 \
+    "$PY" -m pytest -p no:cacheprovider "${E2E[@]}" "${E2E_LATE_IGNORE[@]}" -q -rs --durations=15 \
         >"$OUT/e2e.log" 2>&1 || exit 1
     exit "$rc_o"
 ) &
@@ -71,7 +76,7 @@ echo "=== integration: tests without the Redfish BMCs"
 cat "$OUT/other.log"
 echo "=== integration: end to end (playbooks, demo, AWX cluster jobs, molecule)"
 cat "$OUT/e2e.log"
-echo "=== integration: tests on the Redfish BMCs, then kill -9 of provision and deprovision"
+echo "=== integration: tests on the Redfish BMCs, then kill -9, faulty Ironic and ansible-core end to end"
 cat "$OUT/redfish.log"
 [ "$rc_redfish" = 0 ] && [ "$rc_other" = 0 ] || rc=1
 exit "$rc"

@@ -22,8 +22,7 @@ from lab.config import REPO
 from tests.integration import cni
 from tests.integration.net import LOOP
 
-from .conftest import E2E, free_endpoint, new_names
-from .test_e2e_metal3 import _description
+from .conftest import E2E, free_endpoint, metal3_description, new_names
 
 pytestmark = pytest.mark.timeout(2400)
 KUBELET_NO_CNI = (
@@ -61,7 +60,7 @@ def _configmap(name: str, value: str) -> str:
 def test_nodes_not_ready_until_the_cni_addon_then_apply_once_and_reconcile(e2e_lab, ironic_inventory, tmp_path):
     inv = ironic_inventory
     name, ns = new_names("a")
-    desc = _description(name, ns, free_endpoint(f"{LOOP}.9"), inv, random.randint(100, 199))
+    desc = metal3_description(name, ns, free_endpoint(f"{LOOP}.9"), inv, random.randint(100, 199))
     desc["addons"] = []  # no CNI yet
     driver = {"ironic_url": inv["ironic"]["url"], "boot_iso": inv["images"]["boot_iso"], "poll": 1}
     e = E2E(e2e_lab, tmp_path, "metal3", desc, {"capi_host_driver_options": driver, "capi_no_log_hosts": False})

@@ -24,8 +24,7 @@ from lab.config import REPO
 from lab.nodesim import client as nodesim
 from tests.integration.net import LOOP
 
-from .conftest import E2E, free_endpoint, new_names
-from .test_e2e_metal3 import _description
+from .conftest import E2E, free_endpoint, metal3_description, new_names
 
 pytestmark = pytest.mark.timeout(3600)
 REPLICAS = 3
@@ -84,7 +83,7 @@ def _roll(e: E2E, desc: dict, surge: int, unavailable: int, max_pods: str) -> No
 def test_worker_rollouts_and_health_check(e2e_lab, ironic_inventory, tmp_path):
     inv = ironic_inventory
     name, ns = new_names("w")
-    desc = _description(name, ns, free_endpoint(f"{LOOP}.9"), inv, random.randint(100, 199))
+    desc = metal3_description(name, ns, free_endpoint(f"{LOOP}.9"), inv, random.randint(100, 199))
     # 1 control plane, 3 workers, hosts spare for the surge and the replacements
     desc["hosts"] = _hosts(name, desc, 6)
     desc["workers"][0]["replicas"] = REPLICAS
