@@ -6,12 +6,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST := $(PY) -m pytest
 
-.PHONY: help venv core-venvs cloud-init test lint sanity unit integration e2e lifecycle molecule demo lab-up lab-down lab-status lab-reset bench clean
+.PHONY: help venv core-venvs cloud-init test lint sanity unit integration e2e lifecycle resilience molecule demo lab-up lab-down lab-status lab-reset bench clean
 
 help:
 	@echo "make demo   - bring up the lab and provision a cluster on each provider"
 	@echo "make test   - lint, sanity, unit and integration tests (starts and stops the lab)"
 	@echo "make bench  - benchmarks (not part of make test)"
+	@echo "make lifecycle | resilience - control-plane upgrades; kill -9, faulty Ironic, quorum loss (not in make test)"
 	@echo "make lab-up | lab-down | lab-status | lab-reset"
 
 venv: $(VENV)/.installed build/ansible_collections/baremetal/capi
@@ -63,6 +64,11 @@ e2e: venv
 
 lifecycle: venv
 	$(PYTEST) -p no:cacheprovider tests/integration/lifecycle -q -rs
+
+# kill -9 during provision/deprovision, a faulty Ironic with the -vvv secrets checks, etcd quorum loss (docs/lab.md)
+resilience: venv
+	$(PYTEST) -p no:cacheprovider tests/integration/e2e/test_e2e_kill.py tests/integration/e2e/test_e2e_faults_secrets.py \
+		tests/integration/kcpsafe/test_quorum_loss_lab.py -q -rs
 
 molecule: venv
 	$(PYTEST) -p no:cacheprovider tests/integration/molecule -q -rs
