@@ -46,7 +46,12 @@ class ActionModule(ActionBase):
     def _hosts(self, result: dict, params: dict, no_log: set) -> dict:
         from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, NotFound
         from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import host_task
-        from ansible_collections.baremetal.capi.plugins.module_utils.module import mask, store_options
+        from ansible_collections.baremetal.capi.plugins.module_utils.module import (
+            failed_result,
+            mask,
+            scrub,
+            store_options,
+        )
         from ansible_collections.baremetal.capi.plugins.module_utils.store.base import open_store
 
         check = bool(self._task.check_mode)
@@ -54,7 +59,7 @@ class ActionModule(ActionBase):
         t0 = time.monotonic()
 
         def progress(key: str, message: str) -> None:
-            display.display(_scrub(f"  BareMetalHost {key}: {message}  [+{time.monotonic() - t0:.0f}s]", no_log))
+            display.display(scrub(f"  BareMetalHost {key}: {message}  [+{time.monotonic() - t0:.0f}s]", no_log))
 
         store = None
         try:
@@ -62,12 +67,12 @@ class ActionModule(ActionBase):
             done = host_task.run(params, store, ns, check, progress=progress)
         except NotFound as exc:
             if not check:
-                return _failed(result, str(exc), no_log, error=type(exc).__name__)
+                return failed_result(result, str(exc), no_log, error=type(exc).__name__)
             display.warning(f"check mode: {exc}; an earlier task would create it, so this one would act on it then")
             result.update(changed=True, msg=f"would act once it exists: {exc}", check_mode_missing=str(exc))
             return result
         except CapiError as exc:
-            return _failed(result, str(exc), no_log, error=type(exc).__name__)
+            return failed_result(result, str(exc), no_log, error=type(exc).__name__)
         finally:
             if store is not None:
                 store.close()
@@ -75,17 +80,5 @@ class ActionModule(ActionBase):
         if self._task.diff:
             result["diff"] = {"before": mask(done["before"]), "after": mask(done["after"])}
         if done["failures"]:
-            return _failed(result, "; ".join(done["failures"]), no_log)
+            return failed_result(result, "; ".join(done["failures"]), no_log)
         return result
-
-
-def _scrub(text: str, no_log: set) -> str:
-    for value in no_log:
-        if value and len(value) >= 4:
-            text = text.replace(value, "********")
-    return text
-
-
-def _failed(result: dict, msg: str, no_log: set, **extra) -> dict:
-    result.update(failed=True, msg=_scrub(msg, no_log), **extra)
-    return result

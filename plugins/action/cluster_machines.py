@@ -49,7 +49,12 @@ class ActionModule(ActionBase):
     def _converge(self, result: dict, params: dict, no_log: set) -> dict:
         from ansible_collections.baremetal.capi.plugins.module_utils.capi import converge_task
         from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, NotFound
-        from ansible_collections.baremetal.capi.plugins.module_utils.module import mask, store_options
+        from ansible_collections.baremetal.capi.plugins.module_utils.module import (
+            failed_result,
+            mask,
+            scrub,
+            store_options,
+        )
         from ansible_collections.baremetal.capi.plugins.module_utils.store.base import open_store
 
         check = bool(self._task.check_mode)
@@ -65,7 +70,7 @@ class ActionModule(ActionBase):
                     f"  [+{timing['elapsed']:.1f}s, {timing['since']:.1f}s since its last change, "
                     f"{timing['steps']} steps, last step {timing['step_seconds'] or 0:.2f}s]"
                 )
-            display.display(_scrub(line, no_log))
+            display.display(scrub(line, no_log))
 
         def maas_options() -> dict:
             url, key = params.get("maas_url"), params.get("maas_api_key")
@@ -93,13 +98,13 @@ class ActionModule(ActionBase):
             )
         except NotFound as exc:
             if not check:
-                return _failed(result, str(exc), no_log, error=type(exc).__name__)
+                return failed_result(result, str(exc), no_log, error=type(exc).__name__)
             # a plan: an earlier task of the same check run would create what this one works on
             display.warning(f"check mode: {exc}; an earlier task would create it, so this one would act on it then")
             result.update(changed=True, msg=f"would act once it exists: {exc}", check_mode_missing=str(exc))
             return result
         except CapiError as exc:
-            return _failed(result, str(exc), no_log, error=type(exc).__name__)
+            return failed_result(result, str(exc), no_log, error=type(exc).__name__)
         finally:
             if store is not None:
                 store.close()
@@ -111,17 +116,5 @@ class ActionModule(ActionBase):
             )
         result.update(mask(out), changed=bool(report["changed"]))
         if failure:
-            return _failed(result, failure, no_log)
+            return failed_result(result, failure, no_log)
         return result
-
-
-def _scrub(text: str, no_log: set) -> str:
-    for value in no_log:
-        if value and len(value) >= 4:
-            text = text.replace(value, "********")
-    return text
-
-
-def _failed(result: dict, msg: str, no_log: set, **extra) -> dict:
-    result.update(failed=True, msg=_scrub(msg, no_log), **extra)
-    return result

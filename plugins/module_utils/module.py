@@ -323,3 +323,17 @@ class CapiModule(AnsibleModule):
         """Call ``fn(*args, **kwargs)`` inside ``errors()`` and return what it returns."""
         with self.errors():
             return fn(*args, **kwargs)
+
+
+def scrub(text: str, no_log) -> str:
+    """``text`` with every no_log value (4 characters or more) masked, for lines an action prints itself."""
+    for value in no_log:
+        if value and len(value) >= 4:
+            text = text.replace(value, "********")
+    return text
+
+
+def failed_result(result: dict, msg: str, no_log, **extra) -> dict:
+    """An action plugin's failed result: its message scrubbed of the no_log values."""
+    result.update(failed=True, msg=scrub(msg, no_log), **extra)
+    return result
