@@ -36,6 +36,14 @@ def _available() -> list[str]:
     return out
 
 
+# what the services report that must not reach a terminal or a CI log (the API key is in api_key_file)
+SECRET_KEYS = frozenset({"api_key", "password", "token"})
+
+
+def _printable(info: dict) -> str:
+    return json.dumps({k: "<redacted>" if k in SECRET_KEYS else v for k, v in info.items()}, default=str)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lab")
     parser.add_argument("action", choices=["up", "down", "status", "reset"])
@@ -54,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             t0 = time.monotonic()
             info = _service(name).up(cfg) or {}
-            print(f"{name}: up in {time.monotonic() - t0:.1f}s {json.dumps(info, default=str)}")
+            print(f"{name}: up in {time.monotonic() - t0:.1f}s {_printable(info)}")
     elif args.action == "down":
         for name in reversed(names):
             _service(name).down(cfg)
@@ -67,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             st = _service(name).status(cfg)
             rc |= 0 if st.get("healthy") else 1
-            print(f"{name}: {'healthy' if st.get('healthy') else 'NOT healthy'} {json.dumps(st, default=str)}")
+            print(f"{name}: {'healthy' if st.get('healthy') else 'NOT healthy'} {_printable(st)}")
     elif args.action == "reset":
         for name in names:
             _service(name).reset(cfg)
