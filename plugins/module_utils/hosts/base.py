@@ -79,6 +79,8 @@ POWER_STATES = (
 
 class HostDriver(Protocol):
     name: str
+    # True when the driver does baremetal-operator's job itself (ironic); False when an operator does (external)
+    operates_hosts: bool
 
     def reconcile(self, store, bmh) -> Step: ...
 

@@ -17,6 +17,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 
 class ExternalDriver:
     name = "external"
+    operates_hosts = False
 
     def __init__(self, poll: float = 2.0, **_ignored):
         self.poll = float(poll)

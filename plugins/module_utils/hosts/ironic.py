@@ -64,6 +64,7 @@ def _close(c) -> None:
 
 class IronicDriver:
     name = "ironic"
+    operates_hosts = True
 
     def __init__(
         self,

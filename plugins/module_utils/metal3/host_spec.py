@@ -188,6 +188,20 @@ def delete_must_wait(host: dict) -> bool:
     return st not in DELETE_NO_WAIT_STATES
 
 
+def power_settling(host: dict) -> bool:
+    """A deprovisioned host (``available`` / ``ready``) whose power does not match ``spec.online`` yet.
+
+    Upstream, baremetal-operator powers such a host off (or on) within seconds of CAPM3 clearing it, whatever
+    CAPM3 does next.  Here no operator runs between playbook runs, so the delete step lets the host driver do
+    that one step before it releases the host; otherwise the next run's registration would be the one to do it.
+    """
+    status = host.get("status") or {}
+    st = (status.get("provisioning") or {}).get("state") or ""
+    powered = status.get("poweredOn")
+    online = (host.get("spec") or {}).get("online")
+    return st in (names.BMH_STATE_AVAILABLE, names.BMH_STATE_READY) and powered is not None and bool(online) != powered
+
+
 def set_pause(host: dict) -> bool:
     """SetPauseAnnotation: paused=metal3.io/capm3 and the status snapshot (minus hardware); block-move gone.
 

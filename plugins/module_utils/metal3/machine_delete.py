@@ -91,15 +91,18 @@ def step(mgr, m3m: dict, machine: dict | None, *, check: bool = False) -> Step:
     if host is not None and choose.consumed_by(host, m3m):
         mgr._label_bmc_secret(host, cluster_name, add=False)
         host = host_ref.mutate_host(store, host, lambda h: host_spec.clear_host_spec(h, m3m))
-        if host_spec.delete_must_wait(host) or hosts.has_image(host):
+        # with no operator beside us, the host driver also finishes the power change BMO would make (settle)
+        settle = getattr(mgr.driver, "operates_hosts", False)
+        if host_spec.delete_must_wait(host) or hosts.has_image(host) or (settle and host_spec.power_settling(host)):
             dstep = mgr.driver.reconcile(store, host)
             host = store.get(hosts.KIND, meta.name(host), ns)
-            if host_spec.delete_must_wait(host):
+            if host_spec.delete_must_wait(host) or (settle and host_spec.power_settling(host)):
                 refs.write(store, m3m, after)
                 summary = hosts.summary(host)
+                waiting = "deprovision" if host_spec.delete_must_wait(host) else "power off"
                 return Step(
                     changed=True,
-                    message=dstep.message or f"waiting for host {meta.name(host)} to deprovision ({summary['state']})",
+                    message=dstep.message or f"waiting for host {meta.name(host)} to {waiting} ({summary['state']})",
                     requeue_after=dstep.requeue_after if dstep.requeue_after is not None else 2,
                     data=mgr._report(after, host, hostStatus=summary),
                 )

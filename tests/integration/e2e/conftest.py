@@ -48,6 +48,16 @@ class Run:
         self.changed = int(m.group(3)) if m else None
         self.failed = int(m.group(5)) if m else None
 
+    def changed_tasks(self) -> list[str]:
+        """The tasks that reported a change, each with its changed lines (what an idempotency failure shows)."""
+        out, task = [], None
+        for line in self.out.splitlines():
+            if line.startswith("TASK ["):
+                task = line.rstrip("* ")
+            elif line.startswith("changed:") and task:
+                out.append(f"{task}: {line[:300]}")
+        return out
+
 
 class E2E:
     """One cluster's inventory, store and playbook runs."""

@@ -5,7 +5,9 @@ plane's surge and one for the workers'), the endpoint a MAAS DNS name; with the 
 and the etcd member list read every second (watch.py): ``--check`` prints the plan and writes nothing, then the
 upgrade replaces the control-plane machines one at a time, the workers only once every control-plane Machine is at
 the new version, with 0 probe failures and never a member of a Machine already gone; afterwards exactly the
-machines' MAAS machines are deployed and the DNS record holds exactly the control plane's addresses.
+machines' MAAS machines are deployed and the DNS record holds exactly the control plane's addresses. Then a
+second upgrade whose playbook is killed with -9 at five points (upgrade.KILL_POINTS), and a re-run: converged,
+no member of a deleted Machine, no MAAS machine left allocated or deployed for nothing.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from tests.integration.e2e.conftest import E2E, new_names
 from tests.integration.maas.conftest import Sim
 
 from .upgrade import (
+    KILL_POINTS,
     assert_replaced_one_at_a_time,
     assert_rolled_in_order,
     cp_members,
     cp_nodes,
     is_cp,
+    play_killed_at,
     set_description,
 )
 from .watch import Watch
@@ -110,6 +114,25 @@ def test_maas_upgrade_control_plane_then_workers(e2e_lab, tmp_path):
         assert_rolled_in_order(w, CP, 1, "v1.35.0")
         assert_replaced_one_at_a_time(w, old_cp)
         assert cp_members(w, after) == cp_nodes(after)
+
+        # kill -9 at five points of a second upgrade, then a re-run
+        set_description(e, kubernetes_version="v1.35.2")
+        outcomes = []
+        t0 = time.monotonic()
+        with Watch(e) as w:
+            for point in KILL_POINTS:
+                outcomes.append(play_killed_at(e, "provision_cluster.yml", point))
+            e.play("provision_cluster.yml")
+        print(f"kill -9 x{len(KILL_POINTS)} then a re-run: {time.monotonic() - t0:.0f}s; {outcomes}")
+        print(f"probe failures during the kills: {len(w.failures)} of {w.probes}")
+        final = converged(e, control, tag, "v1.35.2")  # and no MAAS machine of the tag taken for nothing
+        assert not set(final) & set(after)
+        assert sum(o.startswith("killed at '") for o in outcomes) >= 4, outcomes
+        assert not any("left running" in o for o in outcomes), outcomes  # a killed playbook's worker stops by itself
+        assert w.stale == [], w.stale[:10]
+        assert cp_members(w, final) == cp_nodes(final)
+        again = e.play("provision_cluster.yml")  # and the run after that has nothing left to do
+        assert again.changed == 0, again.changed_tasks()
 
         e.play("deprovision_cluster.yml")
         assert all(m["status_name"] == "Ready" for m in _sim(control, tag).values()), _sim(control, tag)

@@ -175,3 +175,26 @@ def test_addresses_from_hardware():
         {"type": "InternalDNS", "address": "node-1"},
     ]
     assert host_spec.addresses(None) == []
+
+
+@pytest.mark.parametrize(
+    "state, online, powered, settling",
+    [
+        ("available", False, True, True),  # deprovisioned, still on: BMO would power it off next
+        ("ready", False, True, True),
+        ("available", True, False, True),  # fast track / disablePowerOff: BMO would power it on
+        ("available", False, False, False),
+        ("available", True, True, False),
+        ("available", False, None, False),  # power never read: nothing to settle
+        ("deprovisioning", False, True, False),  # delete_must_wait's business
+        ("inspecting", False, True, False),
+    ],
+)
+def test_power_settling_only_for_a_deprovisioned_host_whose_power_differs(state, online, powered, settling):
+    host = bmh("h1", state=state)
+    host["spec"]["online"] = online
+    if powered is None:
+        host["status"].pop("poweredOn", None)
+    else:
+        host["status"]["poweredOn"] = powered
+    assert host_spec.power_settling(host) is settling
