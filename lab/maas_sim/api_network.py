@@ -100,32 +100,44 @@ def read_vlan(ctx: Ctx, fabric_id: str, vid: str):
     return _vlan()
 
 
+def _more_subnets(store) -> list[dict]:
+    """Subnets made for machines' other interfaces (control API ``nics``), on fabric-0's untagged VLAN."""
+    return [{**render.subnet(s), "description": "", "disabled_boot_architectures": []}
+            for _, s in sorted(store.subnets.items())]  # fmt: skip
+
+
 @subnets.action("GET")
 def list_subnets(ctx: Ctx):
     """List subnets."""
-    return [_subnet()]
+    return [_subnet()] + _more_subnets(ctx.store)
 
 
-def _subnet_or_404(id: str) -> dict:
+def _subnet_or_404(id: str, store=None) -> dict:
     # SubnetHandler takes an id or a specifier (cidr:, name:, ...)
-    if id not in {"1", f"cidr:{CIDR}", f"name:{CIDR}", CIDR}:
-        raise NotFound("No Subnet matches the given query.")
-    return _subnet()
+    if id in {"1", f"cidr:{CIDR}", f"name:{CIDR}", CIDR}:
+        return _subnet()
+    for sub in _more_subnets(store) if store is not None else []:
+        if id in {str(sub["id"]), f"cidr:{sub['cidr']}", f"name:{sub['name']}", sub["cidr"]}:
+            return sub
+    raise NotFound("No Subnet matches the given query.")
 
 
 @subnet_h.action("GET")
 def read_subnet(ctx: Ctx, id: str):
     """A subnet."""
-    return _subnet_or_404(id)
+    return _subnet_or_404(id, ctx.store)
 
 
 @subnet_h.action("GET", "ip_addresses")
 def subnet_ip_addresses(ctx: Ctx, id: str):
     """The addresses in use on a subnet."""
-    _subnet_or_404(id)
+    sub = _subnet_or_404(id, ctx.store)
+    import ipaddress as ipa
+
+    net = ipa.ip_network(sub["cidr"])
     out = []
     for m in ctx.store.machines.values():
-        for ip in render.addresses(m):
+        for ip in (a for a in render.addresses(m) if ipa.ip_address(a) in net):
             out.append({"ip": ip, "alloc_type": 0, "alloc_type_name": "Automatic", "user": m.owner,
                         "node_summary": {"system_id": m.system_id, "node_type": 0, "fqdn": ctx.store.fqdn(m),
                                          "hostname": m.hostname, "via": "eth0"}})  # fmt: skip
@@ -175,7 +187,7 @@ def list_ipaddresses(ctx: Ctx):
 
 
 def _in_use(ctx: Ctx) -> set[str]:
-    return {m.ip for m in ctx.store.machines.values() if render.addresses(m)} | set(ctx.store.reserved_ips)
+    return {ip for m in ctx.store.machines.values() for ip in render.addresses(m)} | set(ctx.store.reserved_ips)
 
 
 @ipaddresses.action("POST", "reserve")
@@ -255,11 +267,11 @@ def create_bridge(ctx: Ctx, system_id: str):
     errors = {}
     if parent in (None, ""):
         errors["parent"] = ["This field is required."]
-    elif parent not in (str(m.interface_id), "eth0"):
+    elif parent not in (str(m.interface_id), m.interface_name):
         errors["parent"] = [f"Select a valid choice. {parent} is not one of the available choices."]
     elif m.bridges:
         errors["parent"] = ["A bridge can only have one parent that is not already a bridge member."]
-    name = ctx.data.get("name") or "br-eth0"
+    name = ctx.data.get("name") or f"br-{m.interface_name}"
     if any(i["name"] == name for i in render.interfaces(m)):
         errors["name"] = [f"Interface with name '{name}' already exists on this node."]
     bridge_type = ctx.data.get("bridge_type", "standard")
@@ -277,7 +289,7 @@ def create_bridge(ctx: Ctx, system_id: str):
 def _boot_iface(ctx: Ctx, system_id: str, id: str):
     m = get_machine(ctx.store, system_id)
     _check_edit(ctx, m)
-    if id not in (str(m.interface_id), "eth0") or m.bridges:
+    if id not in (str(m.interface_id), m.interface_name) or m.bridges:
         raise NotFound("No Interface matches the given query.")
     if m.status not in _EDITABLE:
         raise NodeStateViolation(
@@ -289,7 +301,7 @@ def _boot_iface(ctx: Ctx, system_id: str, id: str):
 
 def _taken_by_others(ctx: Ctx, m) -> set[str]:
     # every machine here holds its address from the start (MAAS would hand it out at deploy): count them all
-    return {o.ip for o in ctx.store.machines.values() if o is not m} | set(ctx.store.reserved_ips)
+    return ctx.store.all_ips(but=m) | set(ctx.store.reserved_ips)
 
 
 @interface_h.action("POST", "link_subnet")
