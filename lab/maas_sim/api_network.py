@@ -62,8 +62,8 @@ def _subnet() -> dict:
     return {**SUBNET, "description": "", "disabled_boot_architectures": []}
 
 
-def _undefined_space() -> dict:
-    return {"id": -1, "name": "undefined", "vlans": [_vlan()], "subnets": [_subnet()],
+def _undefined_space(store) -> dict:
+    return {"id": -1, "name": "undefined", "vlans": [_vlan()], "subnets": [_subnet()] + _more_subnets(store),
             "resource_uri": f"{API}/spaces/-1/"}  # fmt: skip
 
 
@@ -149,7 +149,7 @@ def subnet_ip_addresses(ctx: Ctx, id: str):
 @spaces.action("GET")
 def list_spaces(ctx: Ctx):
     """List spaces (with ``undefined`` for the VLANs in none)."""
-    return [_undefined_space()]
+    return [_undefined_space(ctx.store)]
 
 
 @space_h.action("GET")
@@ -157,7 +157,7 @@ def read_space(ctx: Ctx, id: str):
     """A space."""
     if id not in ("-1", "undefined"):
         raise NotFound("No Space matches the given query.")
-    return _undefined_space()
+    return _undefined_space(ctx.store)
 
 
 # -- IP addresses ------------------------------------------------------------------------------------------------

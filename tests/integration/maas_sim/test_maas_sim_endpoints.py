@@ -68,6 +68,7 @@ def test_machine_with_two_nics_on_two_subnets(client, sim, tag):
     subnet = client.subnets.get(eno2.links[0].subnet.id)
     assert (subnet.cidr, subnet.vlan.id) == (cidr, eno1.vlan.id)
     assert cidr in {s.cidr for s in client.subnets.list()}
+    assert cidr in {s["cidr"] for s in client._origin.session.Space.read(id=-1)["subnets"]}  # no space of its own
 
     machine = client.machines.allocate(tags=[tag]).deploy(user_data=b"#cloud-config\n")
     machine.refresh()
