@@ -166,8 +166,11 @@ def read_space(ctx: Ctx, id: str):
 def _ipaddress(ctx: Ctx, ip: str, alloc_type: int, owner: str | None, iface: list) -> dict:
     names = {0: "Automatic", 1: "Static", 4: "User reserved", 5: "DHCP", 6: "Observed"}
     user = ctx.store.users.get(owner) if owner else None
+    # the subnet of the link that holds the address (an address of another NIC is on that NIC's subnet)
+    link = next((ln for i in iface for ln in i["links"] if ln.get("ip_address") == ip), None)
+    sub = {**link["subnet"], "description": "", "disabled_boot_architectures": []} if link else _subnet()
     return {"alloc_type": alloc_type, "alloc_type_name": names[alloc_type], "created": "2026-01-01T00:00:00",
-            "ip": ip, "subnet": _subnet(), "interface_set": iface, "owner": render.user(user) if user else None,
+            "ip": ip, "subnet": sub, "interface_set": iface, "owner": render.user(user) if user else None,
             "temp_expires_on": None, "resource_uri": f"{API}/ipaddresses/"}  # fmt: skip
 
 
@@ -178,8 +181,10 @@ def list_ipaddresses(ctx: Ctx):
     out = []
     for m in ctx.store.machines.values():
         if everyone or m.owner == ctx.user["username"]:
+            ifaces = render.interfaces(m)
             for ip in render.addresses(m):
-                out.append(_ipaddress(ctx, ip, 0, m.owner, [render.interface(m)]))
+                holder = [i for i in ifaces if any(ln.get("ip_address") == ip for ln in i["links"])]
+                out.append(_ipaddress(ctx, ip, 0, m.owner, holder[:1] or [render.interface(m)]))
     for r in ctx.store.reserved_ips.values():
         if everyone or r["owner"] == ctx.user["username"]:
             out.append(_ipaddress(ctx, r["ip"], 4, r["owner"], []))

@@ -79,6 +79,9 @@ def test_machine_with_two_nics_on_two_subnets(client, sim, tag):
     assert by_name["eno2"].links[0].ip_address == eno2_ip
     used = sim.call("GET", f"subnets/{subnet.id}/", params={"op": "ip_addresses"}).json()
     assert [u["ip"] for u in used] == [eno2_ip]
+    mine = {a["ip"]: a for a in sim.call("GET", "ipaddresses/").json()}
+    assert (mine[eno2_ip]["subnet"]["cidr"], mine[eno2_ip]["interface_set"][0]["name"]) == (cidr, "eno2")
+    assert (mine[m["ip"]]["subnet"]["cidr"], mine[m["ip"]]["interface_set"][0]["name"]) == (f"{LOOP}.2.0/24", "eno1")
     # an interface name the machine already has is refused by the control API
     assert (
         sim.http.post(
