@@ -62,8 +62,8 @@ def _subnet() -> dict:
     return {**SUBNET, "description": "", "disabled_boot_architectures": []}
 
 
-def _undefined_space() -> dict:
-    return {"id": -1, "name": "undefined", "vlans": [_vlan()], "subnets": [_subnet()],
+def _undefined_space(store) -> dict:
+    return {"id": -1, "name": "undefined", "vlans": [_vlan()], "subnets": [_subnet()] + _more_subnets(store),
             "resource_uri": f"{API}/spaces/-1/"}  # fmt: skip
 
 
@@ -100,32 +100,44 @@ def read_vlan(ctx: Ctx, fabric_id: str, vid: str):
     return _vlan()
 
 
+def _more_subnets(store) -> list[dict]:
+    """Subnets made for machines' other interfaces (control API ``nics``), on fabric-0's untagged VLAN."""
+    return [{**render.subnet(s), "description": "", "disabled_boot_architectures": []}
+            for _, s in sorted(store.subnets.items())]  # fmt: skip
+
+
 @subnets.action("GET")
 def list_subnets(ctx: Ctx):
     """List subnets."""
-    return [_subnet()]
+    return [_subnet()] + _more_subnets(ctx.store)
 
 
-def _subnet_or_404(id: str) -> dict:
+def _subnet_or_404(id: str, store=None) -> dict:
     # SubnetHandler takes an id or a specifier (cidr:, name:, ...)
-    if id not in {"1", f"cidr:{CIDR}", f"name:{CIDR}", CIDR}:
-        raise NotFound("No Subnet matches the given query.")
-    return _subnet()
+    if id in {"1", f"cidr:{CIDR}", f"name:{CIDR}", CIDR}:
+        return _subnet()
+    for sub in _more_subnets(store) if store is not None else []:
+        if id in {str(sub["id"]), f"cidr:{sub['cidr']}", f"name:{sub['name']}", sub["cidr"]}:
+            return sub
+    raise NotFound("No Subnet matches the given query.")
 
 
 @subnet_h.action("GET")
 def read_subnet(ctx: Ctx, id: str):
     """A subnet."""
-    return _subnet_or_404(id)
+    return _subnet_or_404(id, ctx.store)
 
 
 @subnet_h.action("GET", "ip_addresses")
 def subnet_ip_addresses(ctx: Ctx, id: str):
     """The addresses in use on a subnet."""
-    _subnet_or_404(id)
+    sub = _subnet_or_404(id, ctx.store)
+    import ipaddress as ipa
+
+    net = ipa.ip_network(sub["cidr"])
     out = []
     for m in ctx.store.machines.values():
-        for ip in render.addresses(m):
+        for ip in (a for a in render.addresses(m) if ipa.ip_address(a) in net):
             out.append({"ip": ip, "alloc_type": 0, "alloc_type_name": "Automatic", "user": m.owner,
                         "node_summary": {"system_id": m.system_id, "node_type": 0, "fqdn": ctx.store.fqdn(m),
                                          "hostname": m.hostname, "via": "eth0"}})  # fmt: skip
@@ -137,7 +149,7 @@ def subnet_ip_addresses(ctx: Ctx, id: str):
 @spaces.action("GET")
 def list_spaces(ctx: Ctx):
     """List spaces (with ``undefined`` for the VLANs in none)."""
-    return [_undefined_space()]
+    return [_undefined_space(ctx.store)]
 
 
 @space_h.action("GET")
@@ -145,7 +157,7 @@ def read_space(ctx: Ctx, id: str):
     """A space."""
     if id not in ("-1", "undefined"):
         raise NotFound("No Space matches the given query.")
-    return _undefined_space()
+    return _undefined_space(ctx.store)
 
 
 # -- IP addresses ------------------------------------------------------------------------------------------------
@@ -154,8 +166,11 @@ def read_space(ctx: Ctx, id: str):
 def _ipaddress(ctx: Ctx, ip: str, alloc_type: int, owner: str | None, iface: list) -> dict:
     names = {0: "Automatic", 1: "Static", 4: "User reserved", 5: "DHCP", 6: "Observed"}
     user = ctx.store.users.get(owner) if owner else None
+    # the subnet of the link that holds the address (an address of another NIC is on that NIC's subnet)
+    link = next((ln for i in iface for ln in i["links"] if ln.get("ip_address") == ip), None)
+    sub = {**link["subnet"], "description": "", "disabled_boot_architectures": []} if link else _subnet()
     return {"alloc_type": alloc_type, "alloc_type_name": names[alloc_type], "created": "2026-01-01T00:00:00",
-            "ip": ip, "subnet": _subnet(), "interface_set": iface, "owner": render.user(user) if user else None,
+            "ip": ip, "subnet": sub, "interface_set": iface, "owner": render.user(user) if user else None,
             "temp_expires_on": None, "resource_uri": f"{API}/ipaddresses/"}  # fmt: skip
 
 
@@ -166,8 +181,10 @@ def list_ipaddresses(ctx: Ctx):
     out = []
     for m in ctx.store.machines.values():
         if everyone or m.owner == ctx.user["username"]:
+            ifaces = render.interfaces(m)
             for ip in render.addresses(m):
-                out.append(_ipaddress(ctx, ip, 0, m.owner, [render.interface(m)]))
+                holder = [i for i in ifaces if any(ln.get("ip_address") == ip for ln in i["links"])]
+                out.append(_ipaddress(ctx, ip, 0, m.owner, holder[:1] or [render.interface(m)]))
     for r in ctx.store.reserved_ips.values():
         if everyone or r["owner"] == ctx.user["username"]:
             out.append(_ipaddress(ctx, r["ip"], 4, r["owner"], []))
@@ -175,7 +192,7 @@ def list_ipaddresses(ctx: Ctx):
 
 
 def _in_use(ctx: Ctx) -> set[str]:
-    return {m.ip for m in ctx.store.machines.values() if render.addresses(m)} | set(ctx.store.reserved_ips)
+    return {ip for m in ctx.store.machines.values() for ip in render.addresses(m)} | set(ctx.store.reserved_ips)
 
 
 @ipaddresses.action("POST", "reserve")
@@ -255,11 +272,11 @@ def create_bridge(ctx: Ctx, system_id: str):
     errors = {}
     if parent in (None, ""):
         errors["parent"] = ["This field is required."]
-    elif parent not in (str(m.interface_id), "eth0"):
+    elif parent not in (str(m.interface_id), m.interface_name):
         errors["parent"] = [f"Select a valid choice. {parent} is not one of the available choices."]
     elif m.bridges:
         errors["parent"] = ["A bridge can only have one parent that is not already a bridge member."]
-    name = ctx.data.get("name") or "br-eth0"
+    name = ctx.data.get("name") or f"br-{m.interface_name}"
     if any(i["name"] == name for i in render.interfaces(m)):
         errors["name"] = [f"Interface with name '{name}' already exists on this node."]
     bridge_type = ctx.data.get("bridge_type", "standard")
@@ -277,7 +294,7 @@ def create_bridge(ctx: Ctx, system_id: str):
 def _boot_iface(ctx: Ctx, system_id: str, id: str):
     m = get_machine(ctx.store, system_id)
     _check_edit(ctx, m)
-    if id not in (str(m.interface_id), "eth0") or m.bridges:
+    if id not in (str(m.interface_id), m.interface_name) or m.bridges:
         raise NotFound("No Interface matches the given query.")
     if m.status not in _EDITABLE:
         raise NodeStateViolation(
@@ -289,7 +306,7 @@ def _boot_iface(ctx: Ctx, system_id: str, id: str):
 
 def _taken_by_others(ctx: Ctx, m) -> set[str]:
     # every machine here holds its address from the start (MAAS would hand it out at deploy): count them all
-    return {o.ip for o in ctx.store.machines.values() if o is not m} | set(ctx.store.reserved_ips)
+    return ctx.store.all_ips(but=m) | set(ctx.store.reserved_ips)
 
 
 @interface_h.action("POST", "link_subnet")

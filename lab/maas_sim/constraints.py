@@ -195,10 +195,14 @@ def _parse_labeled_map(text: str) -> dict:
 
 
 def _iface_matches(store: Store, m: Machine, wanted: dict) -> bool:
-    facts = {"id": {str(m.interface_id)}, "name": {"eth0"}, "hostname": {m.hostname}, "fabric": {"fabric-0", "0"},
-             "vid": {"0"}, "vlan": {"5001", "untagged"}, "subnet": {"1", CIDR},
-             "subnet_cidr": {CIDR}, "space": {"undefined"}, "type": {"physical"},
-             "ip": set(render.addresses(m)), "tag": set(), "fabric_class": set(), "mode": {"auto"}}  # fmt: skip
+    # one set of facts for all the machine's interfaces (a value matches when any interface has it)
+    facts = {"id": {str(m.interface_id)} | {str(n["id"]) for n in m.nics},
+             "name": {m.interface_name} | {n["name"] for n in m.nics}, "hostname": {m.hostname},
+             "fabric": {"fabric-0", "0"}, "vid": {"0"}, "vlan": {"5001", "untagged"},
+             "subnet": {"1", CIDR} | {v for n in m.nics for v in (str(n["subnet"]["id"]), n["subnet"]["cidr"])},
+             "subnet_cidr": {CIDR} | {n["subnet"]["cidr"] for n in m.nics}, "space": {"undefined"},
+             "type": {"physical"}, "ip": set(render.addresses(m)), "tag": set(), "fabric_class": set(),
+             "mode": {"auto"} | {n["mode"] for n in m.nics}}  # fmt: skip
     for key, values in wanted.items():
         if key == "link_speed":
             if any(1000 < float(v) for v in values):

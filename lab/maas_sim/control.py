@@ -18,7 +18,7 @@ from lab.maas_sim.net import NET
 
 _MACHINE_KEYS = ("hostname", "ip", "mac", "zone", "pool_name", "domain", "architecture", "cpu_count", "memory",
                  "disk_bytes", "tags", "status", "power_state", "power_type", "system_id", "description", "cpu_speed",
-                 "pod")  # fmt: skip
+                 "pod", "interface_name", "nics")  # fmt: skip
 
 
 def machine_state(store: Store, m: Machine) -> dict:
@@ -35,6 +35,9 @@ def machine_state(store: Store, m: Machine) -> dict:
                                                "in_seconds": round(m.pending[1] - time.time(), 3)},
         "power_pending": m.power_pending[0] if m.power_pending else None,
         "faults": list(m.faults), "history": list(m.history),
+        "interfaces": [{"name": i["name"], "mac_address": i["mac_address"],
+                        "links": [{"mode": ln["mode"], "cidr": ln["subnet"]["cidr"], "ip_address": ln.get("ip_address")}
+                                  for ln in i["links"]]} for i in render.interfaces(m)],
     }  # fmt: skip
 
 
@@ -72,7 +75,19 @@ def _create(store: Store, spec: dict) -> Machine:
         kw.setdefault("power_type", "lxd")
     if isinstance(kw.get("domain"), str):
         kw["domain"] = store.domain_by_name(kw["domain"])["id"]
-    return store.add_machine(**kw)
+    nics = kw.pop("nics", None) or []
+    machine = store.add_machine(**kw)
+    try:
+        for nic in nics:
+            # {"name": "eno2", "cidr": "10.20.0.0/24", "ip"?, "mode"? (auto), "mac"?, "gateway_ip"?}
+            unknown = set(nic) - {"name", "cidr", "ip", "mode", "mac", "gateway_ip"}
+            if unknown or "name" not in nic or "cidr" not in nic:
+                raise ValueError(f"a nic is {{name, cidr, ip?, mode?, mac?, gateway_ip?}}, got {sorted(nic)}")
+            store.add_nic(machine, **nic)
+    except (ValueError, TypeError):
+        del store.machines[machine.system_id]  # no half-made machine left behind
+        raise
+    return machine
 
 
 def take_fault(store: Store, method: str, path: str) -> dict | None:

@@ -120,6 +120,9 @@ class Machine:
     pod: int | None = None  # the VM host (pod) id of a composed machine
     link_mode: str | None = "auto"  # the boot interface's link on the subnet: auto, static, dhcp, link_up, None
     bridges: list = field(default_factory=list)  # [{"id", "name", "params"}] made by interfaces op=create_bridge
+    interface_name: str = "eth0"  # the boot (PXE) interface's name
+    # more physical interfaces: [{"id", "name", "mac", "mode", "ip", "link_id", "subnet": {id, cidr, gateway_ip}}]
+    nics: list = field(default_factory=list)
     interface_id: int = 0
     disk_id: int = 0
     link_id: int = 0
@@ -162,6 +165,7 @@ class Store:
         self.devices: dict[str, dict] = {}
         self.lxd_hosts: dict[str, dict] = {}  # "address:port" -> {cores, memory, storage}: LXD hosts that answer
         self.dnsresources: dict[int, dict] = {}
+        self.subnets: dict[int, dict] = {}  # subnets beyond the lab's one (id 1): {id, cidr, gateway_ip}
         self.users: dict[str, dict] = {}
         self.tokens: dict[str, dict] = {}  # token_key -> {consumer_key, token_secret, username}
         self.config = names.default_config("maas-sim")
@@ -179,6 +183,7 @@ class Store:
             "pod": 0,
             "sshkey": 0,
             "device": 0,
+            "subnet": 1,
         }
 
     def next_id(self, kind: str) -> int:
@@ -220,6 +225,58 @@ class Store:
         machine = Machine(**kw)
         self.machines[machine.system_id] = machine
         return machine
+
+    def subnet_for(self, cidr: str, gateway_ip: str | None = None) -> dict:
+        """The subnet of ``cidr`` (the lab's own is id 1), made on fabric-0's untagged VLAN if new."""
+        import ipaddress
+
+        from lab.maas_sim.net import CIDR, GATEWAY
+
+        net = str(ipaddress.ip_network(cidr, strict=False))
+        if net == CIDR:
+            return {"id": 1, "cidr": CIDR, "gateway_ip": GATEWAY}
+        for sub in self.subnets.values():
+            if sub["cidr"] == net:
+                return sub
+        sub = {"id": self.next_id("subnet"), "cidr": net, "gateway_ip": gateway_ip}
+        self.subnets[sub["id"]] = sub
+        return sub
+
+    def all_ips(self, but=None) -> set[str]:
+        """Every address a machine holds (boot interface and the others), ``but`` one machine."""
+        out = set()
+        for m in self.machines.values():
+            if m is not but:
+                out.add(m.ip)
+                out.update(n["ip"] for n in m.nics if n.get("ip"))
+        return out
+
+    def add_nic(self, m: Machine, name: str, cidr: str, ip: str | None = None, mode: str = "auto",
+                mac: str | None = None, gateway_ip: str | None = None) -> dict:  # fmt: skip
+        """Another physical interface on ``m`` with one link on ``cidr`` (an AUTO address shows once deployed)."""
+        import ipaddress
+
+        if not name or name == m.interface_name or any(n["name"] == name for n in m.nics):
+            raise ValueError(f"interface name {name!r} is empty or already taken on {m.hostname}")
+        mode = (mode or "").lower()
+        if mode not in ("auto", "static", "dhcp", "link_up"):
+            raise ValueError(f"link mode {mode!r}: one of auto, static, dhcp, link_up")
+        net = ipaddress.ip_network(cidr, strict=False)
+        taken = self.all_ips()
+        if ip is not None and ipaddress.ip_address(ip) not in net:
+            raise ValueError(f"{ip} is not in {net}")
+        if ip is None and mode in ("auto", "static"):
+            hosts = [str(h) for h in net.hosts() if str(h) not in taken and str(h) != gateway_ip]
+            same = f"{'.'.join(str(net.network_address).split('.')[:3])}.{m.ip.rsplit('.', 1)[-1]}"
+            ip = same if same in hosts else hosts[0]
+        elif ip in taken:
+            raise ValueError(f"{ip} is already in use")
+        index = len(m.nics) + 1
+        nic = {"id": self.next_id("iface"), "name": name, "mode": mode, "ip": ip, "link_id": self.next_id("ip"),
+               "mac": mac or f"{m.mac[:-5]}{(int(m.mac[-5:-3], 16) + 16 * index) % 256:02x}:{m.mac[-2:]}",
+               "subnet": dict(self.subnet_for(cidr, gateway_ip))}  # fmt: skip
+        m.nics.append(nic)
+        return nic
 
     def pool_by_name(self, name: str, create: bool = False) -> dict | None:
         for pool in self.pools.values():
@@ -305,7 +362,8 @@ class Store:
     # -- transactions --------------------------------------------------------
 
     _TX_ATTRS = ("machines", "zones", "pools", "domains", "tags", "dnsresources", "pods", "users", "tokens", "config",
-                 "counters", "default_domain", "reserved_ips", "sshkeys", "devices", "lxd_hosts")  # fmt: skip
+                 "counters", "default_domain", "reserved_ips", "sshkeys", "devices", "lxd_hosts",
+                 "subnets")  # fmt: skip
 
     def checkpoint(self) -> dict:
         """The state a request may change: MAAS runs each API request in one database transaction."""
@@ -329,6 +387,7 @@ class Store:
         data["dnsresources"] = list(self.dnsresources.values())
         data["pods"] = list(self.pods.values())
         data["sshkeys"] = list(self.sshkeys.values())
+        data["subnets"] = list(self.subnets.values())
         for name in self._SNAP_OPTIONAL:
             data[name] = getattr(self, name)
         data["machines"] = [asdict(m) for m in self.machines.values()]
@@ -350,10 +409,12 @@ class Store:
         self.pods = {p["id"]: p for p in data.get("pods", [])}
         self.config = {**names.default_config("maas-sim"), **self.config}
         self.sshkeys = {k["id"]: k for k in data.get("sshkeys", [])}
+        self.subnets = {s["id"]: s for s in data.get("subnets", [])}
         for name in self._SNAP_OPTIONAL:
             setattr(self, name, data.get(name, {}))
         for kind in ("pod", "sshkey", "device"):
             self.counters.setdefault(kind, 0)
+        self.counters.setdefault("subnet", max([1, *self.subnets]))
         known = {f.name for f in fields(Machine)}
         machines = [Machine(**{k: v for k, v in m.items() if k in known}) for m in data["machines"]]
         self.machines = {m.system_id: m for m in machines}

@@ -60,42 +60,65 @@ def dnsresource(store: Store, r: dict) -> dict:
             "resource_records": [], "resource_uri": f"{API}/dnsresources/{r['id']}/"}  # fmt: skip
 
 
+def _shows(m: Machine, mode: str | None) -> bool:
+    # a STATIC (sticky) address is the machine's in every state; an AUTO one only once deployment claimed it
+    return mode == "static" or (mode == "auto" and m.status in _ADDRESSED)
+
+
 def addresses(m: Machine) -> list[str]:
-    if m.link_mode == "static":
-        return [m.ip]
-    return [m.ip] if m.status in _ADDRESSED and m.link_mode == "auto" else []
+    """The machine's ``ip_addresses``: the boot interface's first, then the other interfaces' in order."""
+    out = [m.ip] if _shows(m, m.link_mode) else []
+    return out + [n["ip"] for n in m.nics if n.get("ip") and _shows(m, n["mode"])]
+
+
+def subnet(sub: dict) -> dict:
+    """A subnet as links and the subnets endpoint show it (the lab's own is ``_SUBNET``)."""
+    if sub["id"] == _SUBNET["id"]:
+        return _SUBNET
+    return {**_SUBNET, "name": sub["cidr"], "cidr": sub["cidr"], "gateway_ip": sub.get("gateway_ip"),
+            "id": sub["id"], "resource_uri": f"{API}/subnets/{sub['id']}/"}  # fmt: skip
 
 
 def _links(m: Machine) -> list[dict]:
     if m.link_mode is None:
         return []
-    # a STATIC (sticky) address is the machine's in every state; an AUTO one only once deployment claimed it
-    ip = m.ip if m.link_mode == "static" or (m.link_mode == "auto" and m.status in _ADDRESSED) else ""
     link = {"id": m.link_id, "mode": m.link_mode, "subnet": _SUBNET}
-    if ip:
-        link["ip_address"] = ip
+    if _shows(m, m.link_mode):
+        link["ip_address"] = m.ip
     return [link]
+
+
+def _nic_links(m: Machine, nic: dict) -> list[dict]:
+    link = {"id": nic["link_id"], "mode": nic["mode"], "subnet": subnet(nic["subnet"])}
+    if nic.get("ip") and _shows(m, nic["mode"]):
+        link["ip_address"] = nic["ip"]
+    return [link]
+
+
+def _physical(m: Machine, iface_id: int, name: str, mac: str, links: list, children: list) -> dict:
+    return {"type": "physical", "vlan": _VLAN, "mac_address": mac, "enabled": True, "discovered": None,
+            "system_id": m.system_id, "name": name, "effective_mtu": 1500, "firmware_version": None,
+            "vendor": None, "tags": [], "children": children, "product": None, "params": "",
+            "links": links, "id": iface_id, "parents": [], "link_connected": True, "interface_speed": 1000,
+            "link_speed": 1000, "numa_node": 0, "sriov_max_vf": 0,
+            "resource_uri": f"{API}/nodes/{m.system_id}/interfaces/{iface_id}/"}  # fmt: skip
 
 
 def interface(m: Machine) -> dict:
     """The boot interface; its links move to a bridge made on it (Interface.create_bridge)."""
     children = [b["name"] for b in m.bridges]
-    return {"type": "physical", "vlan": _VLAN, "mac_address": m.mac, "enabled": True, "discovered": None,
-            "system_id": m.system_id, "name": "eth0", "effective_mtu": 1500, "firmware_version": None,
-            "vendor": None, "tags": [], "children": children, "product": None, "params": "",
-            "links": [] if children else _links(m),
-            "id": m.interface_id, "parents": [], "link_connected": True, "interface_speed": 1000,
-            "link_speed": 1000, "numa_node": 0, "sriov_max_vf": 0,
-            "resource_uri": f"{API}/nodes/{m.system_id}/interfaces/{m.interface_id}/"}  # fmt: skip
+    return _physical(m, m.interface_id, m.interface_name, m.mac, [] if children else _links(m), children)
 
 
 def interfaces(m: Machine) -> list[dict]:
+    """Every interface, by id as MAAS lists them: the boot one, the other physical ones, then bridges."""
     out = [interface(m)]
+    out += [_physical(m, n["id"], n["name"], n["mac"], _nic_links(m, n), []) for n in m.nics]
     for b in m.bridges:
         out.append({**interface(m), "type": "bridge", "name": b["name"], "id": b["id"], "children": [],
-                    "parents": ["eth0"], "params": b["params"], "links": _links(m), "firmware_version": None,
-                    "vendor": None, "product": None, "interface_speed": 0, "link_speed": 0,
-                    "resource_uri": f"{API}/nodes/{m.system_id}/interfaces/{b['id']}/"})  # fmt: skip
+                    "parents": [m.interface_name], "params": b["params"], "links": _links(m),
+                    "firmware_version": None, "vendor": None, "product": None, "interface_speed": 0,
+                    "link_speed": 0, "resource_uri": f"{API}/nodes/{m.system_id}/interfaces/{b['id']}/"})  # fmt: skip
     return out
 
 

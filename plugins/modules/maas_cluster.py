@@ -18,6 +18,11 @@ description:
     C(<cluster>-<6 random characters>.<dnsDomain>), kept in C(status.network.dnsName). The MAAS DNS resource of
     that name is created with C(address_ttl=10) and no addresses; its addresses are kept equal to the first
     address of each running control-plane machine (see M(baremetal.capi.maas_dns)).
+  - With C(spec.apiServerInterfaceName) (CAPMAAS spectrocloud-public, for control planes with more than one NIC)
+    each running control plane publishes instead the first address on its MAAS interface of that name (read from
+    C(nodes/{system_id}/interfaces/)), and C(status.network.publishedInterfaceName) records the name. A control
+    plane without C(spec.systemID), without that interface or without an address on it fails the task with
+    upstream's message naming the MaasMachine (C(interface "eno2" not found for machine "<system_id>")).
   - C(spec.controlPlaneEndpoint) becomes that name with the Cluster's C(clusterNetwork.apiServerPort), else 6443;
     the MaasCluster is ready and the Cluster's infrastructure provisioned.
   - C(APIServerAvailable) becomes true once the workload cluster's Nodes can be listed (through the

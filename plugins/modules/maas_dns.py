@@ -13,6 +13,10 @@ description:
   - CAPMAAS's C(reconcileDNSAttachments). The MAAS DNS resource named by the MaasCluster's
     C(status.network.dnsName) is made to hold the first address of each running control-plane MaasMachine
     (powered on and C(Deploying) or C(Deployed), not being deleted), sorted and de-duplicated.
+  - With the MaasCluster's C(spec.apiServerInterfaceName) (for example C(eno2)), a running control plane's address
+    is the first on its MAAS interface of that name instead (CAPMAAS C(selectMachineIPForDNS)), and the
+    MaasCluster's C(status.network.publishedInterfaceName) is set to it; a machine without that interface or
+    without an address on it fails the task, naming the MaasMachine and its system ID.
   - With preferred subnets, addresses in them are used when there are any.
   - The record is B(never emptied while control-plane machines that are not being deleted exist) - CAPMAAS main
     wrote the empty set when the control planes were briefly off and cut the workers off the API (PCP-6608).
@@ -81,6 +85,12 @@ message:
   description: Why the record was kept as it was, when no control-plane machine is running.
   returned: always
   type: str
+published_interface:
+  description: The MAAS interface whose addresses were published (C(spec.apiServerInterfaceName)); empty for the
+    first address of each machine.
+  returned: always
+  type: str
+  sample: eno2
 """
 
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import client as maas_client  # noqa: E402
@@ -114,6 +124,7 @@ def main():
         ip_addresses=out["after"],
         created=out["created"],
         message=out["message"],
+        published_interface=out["published_interface"],
     )
 
 

@@ -56,6 +56,7 @@ SCHEMA = {
     "control_plane_endpoint": "dict",
     "endpoint_via_maas_dns": "bool",
     "dns_domain": "str",
+    "api_server_interface": "str",
     "data_template": "dict",
     "ip_pools": ("list", "dict"),
     "hosts": ("list", "dict"),
@@ -267,12 +268,17 @@ def check(desc) -> None:
     _kubeadm(desc.get("kubeadm") or {})
     if provider == "metal3":
         _metal3_parts(desc)
+        if desc.get("api_server_interface") is not None:
+            fail("MAAS only (the MaasCluster's apiServerInterfaceName)", "api_server_interface")
     else:
         for key in ("ip_pools", "hosts"):
             if desc.get(key):
                 fail("Metal3 only (a MAAS cluster's machines get their addresses from MAAS)", key)
         if desc.get("dns_domain") is not None and not DNS1123_SUBDOMAIN.match(desc["dns_domain"]):
             fail(f"{desc['dns_domain']!r} is not a DNS domain", "dns_domain")
+        iface = desc.get("api_server_interface")
+        if iface is not None and (not iface or any(c.isspace() for c in iface) or "/" in iface):
+            fail(f"{iface!r} is not a MAAS interface name (such as eno2)", "api_server_interface")
 
 
 def _int_or_percent(value, field: str) -> None:

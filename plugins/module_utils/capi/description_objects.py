@@ -192,6 +192,9 @@ def _cluster_objects(desc: dict) -> list[dict]:
     if provider == "maas":
         mc = _meta("MaasCluster", f"{INFRA}/{infra_version}", cname, desc)
         mc["spec"] = {"dnsDomain": desc.get("dns_domain") or "maas"}
+        if desc.get("api_server_interface"):
+            # CAPMAAS (spectrocloud-public): the control planes publish their address on this MAAS interface
+            mc["spec"]["apiServerInterfaceName"] = desc["api_server_interface"]
         fds = sorted({fd for p in [desc.get("control_plane") or {}] for fd in p.get("failure_domains") or []})
         if fds:
             mc["spec"]["failureDomains"] = fds

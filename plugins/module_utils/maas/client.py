@@ -254,6 +254,10 @@ class Client:
 
     # -- interfaces --------------------------------------------------------------------
 
+    def list_interfaces(self, system_id: str) -> list[dict]:
+        """``GET nodes/{system_id}/interfaces/``: MAAS's interface JSON (name, links[].ip_address, ...)."""
+        return self.call(f"list interfaces of machine {system_id}", "Interfaces", "read", system_id=system_id)
+
     def unlink_subnet(self, system_id: str, iface_id: int, link_id: int) -> dict:
         # python-libmaas: a leading underscore sends a body field whose name is also a URI parameter
         return self.call(f"unlink subnet on {system_id}", "Interface", "unlink_subnet", idempotent=False,

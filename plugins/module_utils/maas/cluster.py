@@ -7,7 +7,8 @@ One ``step``: owner Cluster, failure domains copied to status as a list
 ``spec.controlPlaneEndpoint.host`` if set, else ``<cluster>-<6 random
 chars>.<dnsDomain>``, kept in status), the DNS resource (TTL 10), the
 controlPlaneEndpoint (port 6443 unless the Cluster says otherwise), ready, the
-DNS attachments, and API-server readiness by listing the workload cluster's
+DNS attachments (with ``spec.apiServerInterfaceName``, each control plane's address on that MAAS interface,
+and ``status.network.publishedInterfaceName``), and API-server readiness by listing the workload cluster's
 Nodes.  Then what Cluster API core does for the Cluster's infrastructure
 (capi.cluster).  Deletion waits for the cluster's MaasMachines and, unlike
 upstream, deletes the DNS resource it created.
@@ -68,6 +69,14 @@ def validate(mc: dict) -> None:
     spec = mc.get("spec") or {}
     if not isinstance(spec.get("dnsDomain"), str) or not spec["dnsDomain"]:
         raise Invalid("required (the MAAS DNS domain)", obj=meta.ref(mc), field="spec.dnsDomain")
+    iface = spec.get("apiServerInterfaceName")
+    # optional; "" is upstream's omitempty zero value: the legacy first ExternalIP
+    if iface is not None and (not isinstance(iface, str) or (iface and (iface.strip() != iface or " " in iface))):
+        raise Invalid(
+            f"must be a MAAS interface name such as eno2, got {iface!r}",
+            obj=meta.ref(mc),
+            field="spec.apiServerInterfaceName",
+        )
     fds = spec.get("failureDomains")
     if fds is not None and (not isinstance(fds, list) or not all(isinstance(f, str) and f for f in fds)):
         raise Invalid("must be a list of MAAS zone names", obj=meta.ref(mc), field="spec.failureDomains")
@@ -145,9 +154,14 @@ class ClusterManager:
         self._cond(after, names.MAAS_LOAD_BALANCER_READY, True, names.MAAS_LOAD_BALANCER_READY_REASON)
         dns_result = {"fqdn": fqdn, "created": created, "before": [], "after": [], "changed": created}
         if not check or not created:
-            dns_result = dns.reconcile_dns(
-                self.store, self.client, cname, ns, subnets=self.subnets, check=check, maas_cluster=after
-            )
+            try:
+                dns_result = dns.reconcile_dns(
+                    self.store, self.client, cname, ns, subnets=self.subnets, check=check, maas_cluster=after
+                )
+            except CapiError:
+                self._save(mc, after, check)  # upstream's scope is patched on the way out, error or not
+                raise
+            dns.set_published_interface(status, dns_result["published_interface"])
         online, why, labelled = self.api_server_online(cname, ns, check=check)
         if online:
             self._cond(after, names.MAAS_API_SERVER_AVAILABLE, True, names.MAAS_API_SERVER_AVAILABLE_REASON)

@@ -9,6 +9,10 @@ control-plane machines that are not being deleted exist, which CAPMAAS main
 did.  The machine flow calls ``reconcile_dns`` for its cluster on every round,
 so a control-plane machine waiting for its attachment never waits for a step
 that nobody runs.
+
+With ``spec.apiServerInterfaceName`` (CAPMAAS spectrocloud-public 1ff63c3, issue #385) a running control
+plane publishes the first address on that MAAS interface instead of its first ExternalIP, read from
+``GET nodes/{system_id}/interfaces/``; the name goes to ``status.network.publishedInterfaceName``.
 """
 
 from __future__ import annotations
@@ -16,10 +20,11 @@ from __future__ import annotations
 import threading
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound, Requeue
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Invalid, NotFound, Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import state
 from ansible_collections.baremetal.capi.plugins.module_utils.maas.client import dns_ips
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
+from ansible_collections.baremetal.capi.plugins.module_utils.store import mutate
 
 KIND = "MaasMachine"
 _LOCKS: dict[tuple, threading.Lock] = {}
@@ -68,6 +73,39 @@ def preferred_subnets(store, ns: str, given=None) -> list[str]:
     return [s.strip() for s in value.split(",") if s.strip()]
 
 
+def interface_name(maas_cluster: dict | None) -> str:
+    """``spec.apiServerInterfaceName``; empty: the legacy first ExternalIP."""
+    return ((maas_cluster or {}).get("spec") or {}).get("apiServerInterfaceName") or ""
+
+
+def published_ips(client, cps: list[dict], iface: str, maas_cluster: dict) -> dict[str, str]:
+    """MaasMachine name -> the address it publishes on ``iface``, for the running control planes not being
+    deleted (the others are detached by their ExternalIP, as upstream does).  {} in legacy mode."""
+    if not iface:
+        return {}
+    out = {}
+    for mm in cps:
+        if not state.running(mm) or meta.is_deleting(mm):
+            continue
+        try:
+            out[meta.name(mm)] = state.select_machine_ip(mm, iface, client.list_interfaces)
+        except CapiError as exc:
+            raise CapiError(exc.message, obj=meta.ref(maas_cluster), field="spec.apiServerInterfaceName") from None
+    return out
+
+
+def set_published_interface(status: dict, iface: str) -> bool:
+    """``status.network.publishedInterfaceName`` = ``iface`` (absent when empty, as upstream's omitempty)."""
+    network = status.setdefault("network", {})
+    if (network.get("publishedInterfaceName") or "") == iface:
+        return False
+    if iface:
+        network["publishedInterfaceName"] = iface
+    else:
+        network.pop("publishedInterfaceName", None)
+    return True
+
+
 def ensure_resource(client, fqdn: str, *, check: bool = False) -> tuple[dict | None, bool]:
     """The DNS resource named ``fqdn``, created (TTL 10, no addresses) when missing.  (resource, created)."""
     found = client.find_dns(fqdn)
@@ -83,9 +121,11 @@ def reconcile_dns(
 ) -> dict:
     """Make the API record hold the running control-plane addresses.  Returns what it found and did.
 
-    ``{"fqdn", "before", "after", "changed", "created", "message"}``; Requeue while
-    the MaasCluster has no DNS name yet.
+    ``{"fqdn", "before", "after", "changed", "created", "message", "published_interface"}``; Requeue while
+    the MaasCluster has no DNS name yet.  Given ``maas_cluster``, the caller writes it (and its
+    ``publishedInterfaceName``); otherwise the stored MaasCluster's status gets the interface name here.
     """
+    caller_writes = maas_cluster is not None
     if maas_cluster is None:
         cluster = refs.get_or_none(store, "Cluster", cluster_name, ns)
         if cluster is None:
@@ -105,15 +145,27 @@ def reconcile_dns(
         resource, created = ensure_resource(client, fqdn, check=check)
         before = dns_ips(resource)
         cps = control_plane_machines(store, cluster_name, ns)
-        after, why = state.desired_dns_ips(cps, before, preferred_subnets(store, ns, subnets))
+        iface = interface_name(maas_cluster)
+        published = published_ips(client, cps, iface, maas_cluster)
+        after, why = state.desired_dns_ips(cps, before, preferred_subnets(store, ns, subnets), published)
         changed = sorted(before) != after
         if changed and not check:
             resource = client.set_dns_ips(resource["id"], after)
+    published_changed = []
+    if not caller_writes and not check:
+
+        def publish(mc: dict) -> bool:
+            published_changed[:] = [set_published_interface(mc.setdefault("status", {}), iface)]
+            return published_changed[0]
+
+        mutate.mutate(store, "MaasCluster", meta.name(maas_cluster), meta.namespace(maas_cluster) or ns, publish,
+                      status=True, missing_ok=True)  # fmt: skip
     return {
+        "published_interface": iface,
         "fqdn": fqdn,
         "before": before,
         "after": after,
-        "changed": changed or created,
+        "changed": changed or created or any(published_changed),
         "created": created,
         "message": why,
         "id": (resource or {}).get("id"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import ipaddress
 
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
 
 
@@ -99,16 +99,56 @@ def in_subnets(ip: str, subnets) -> bool:
     return any(addr in ipaddress.ip_network(s, strict=False) for s in subnets)
 
 
-def desired_dns_ips(cp_machines: list[dict], current: list[str], preferred_subnets=()) -> tuple[list[str], str]:
+def interface_ip(interfaces: list[dict], name: str, system_id: str) -> str:
+    """GetMachineIPForInterface: the first address among the links of the interface called ``name``.
+
+    ``interfaces`` is MAAS's ``GET nodes/{system_id}/interfaces/`` answer.  The messages are upstream's.
+    """
+    for iface in interfaces or []:
+        if not isinstance(iface, dict) or iface.get("name") != name:
+            continue
+        for link in iface.get("links") or []:
+            if (link or {}).get("ip_address"):
+                return link["ip_address"]
+        raise CapiError(f'no IP found on interface "{name}" for machine "{system_id}"')
+    raise CapiError(f'interface "{name}" not found for machine "{system_id}"')
+
+
+def select_machine_ip(mm: dict, interface_name: str | None, resolver=None) -> str | None:
+    """selectMachineIPForDNS: the address a running control-plane machine publishes in the API record.
+
+    Without ``interface_name`` its first ExternalIP (legacy); with one, the first address on that MAAS
+    interface, ``resolver(system_id)`` giving the machine's interfaces.  Errors name the MaasMachine, as
+    upstream's ``unable to select API server IP for machine %q``.
+    """
+    if not interface_name:
+        return first_ip(mm)
+    try:
+        system_id = (mm.get("spec") or {}).get("systemID")
+        if not system_id:
+            raise CapiError(f'systemID not set for machine "{meta.name(mm)}"')
+        if resolver is None:
+            raise CapiError("machine IP resolver is required")
+        return interface_ip(resolver(system_id), interface_name, system_id)
+    except CapiError as exc:
+        raise CapiError(f'unable to select API server IP for machine "{meta.name(mm)}": {exc.message}') from None
+
+
+def desired_dns_ips(
+    cp_machines: list[dict], current: list[str], preferred_subnets=(), published: dict | None = None
+) -> tuple[list[str], str]:
     """(the IPs the API record should hold, why).
 
-    The first address of each running control-plane machine not being deleted,
-    filtered by the preferred subnets when any address is in them, sorted and
-    de-duplicated.  An empty result while control-plane machines that are not
-    being deleted still exist keeps the current record: CAPMAAS main wrote the
-    empty set and cut the workers off the API (PCP-6608).
+    The first address of each running control-plane machine not being deleted
+    (or, from ``published``, the address select_machine_ip chose for it by
+    MaasMachine name), filtered by the preferred subnets when any address is
+    in them, sorted and de-duplicated.  An empty result while control-plane
+    machines that are not being deleted still exist keeps the current record:
+    CAPMAAS main wrote the empty set and cut the workers off the API (PCP-6608).
     """
-    ips = sorted({ip for ip in (first_ip(m) for m in cp_machines if running(m) and not meta.is_deleting(m)) if ip})
+    published = published or {}
+    chosen = (published.get(meta.name(m)) or first_ip(m) for m in cp_machines if running(m) and not meta.is_deleting(m))
+    ips = sorted({ip for ip in chosen if ip})
     if preferred_subnets:
         preferred = [ip for ip in ips if in_subnets(ip, preferred_subnets)]
         ips = preferred or ips

@@ -76,9 +76,10 @@ class Sim:
 
 
 @pytest.fixture(scope="session")
-def maas_lab(lab):
-    """The MAAS simulator and the node simulator (which needs kube), with short transitions for the run."""
-    lab.need("maas", "kube", "nodesim")
+def maas_sim_lab(lab):
+    """The MAAS simulator alone, with short transitions for the run: enough for tests that deploy no node
+    (the client's calls, or MaasMachine status written by the test itself)."""
+    lab.need("maas")
     sim = Sim(lab.info["maas"])
     before = sim.ctl("GET", "timings")
     sim.ctl("POST", "timings", FAST)
@@ -89,9 +90,15 @@ def maas_lab(lab):
         pass
 
 
+@pytest.fixture(scope="session")
+def maas_lab(maas_sim_lab):
+    """The MAAS simulator and the node simulator (which needs kube)."""
+    return maas_sim_lab.need("kube", "nodesim")
+
+
 @pytest.fixture
-def sim(maas_lab):
-    return Sim(maas_lab.info["maas"])
+def sim(maas_sim_lab):
+    return Sim(maas_sim_lab.info["maas"])
 
 
 @pytest.fixture
@@ -156,6 +163,12 @@ class Play:
 @pytest.fixture
 def play(tmp_path, store, maas_lab):
     return Play(tmp_path, store.path, maas_lab.info["maas"])
+
+
+@pytest.fixture
+def play_maas(tmp_path, store, maas_sim_lab):
+    """Play against the simulator alone (no nodes: the test writes the MaasMachines' status itself)."""
+    return Play(tmp_path, store.path, maas_sim_lab.info["maas"])
 
 
 def eventually(check, what: str, patience: float = PATIENCE, last=lambda: None):

@@ -36,7 +36,8 @@ def _set(store, obj, *, powered, state, ip):
     return store.update_status(obj)
 
 
-def test_dns_record_follows_running_control_planes_and_is_never_emptied(sim, play, store, tag):
+def test_dns_record_follows_running_control_planes_and_is_never_emptied(sim, play_maas, store, tag):
+    play = play_maas
     cname = f"d{tag[1:7]}"
     for obj in objects.cluster(cname, NS, ["az-1"]):
         store.create(obj)

@@ -53,6 +53,46 @@ def test_machine_interfaces_block_devices_and_create_bridge(client, sim, tag):
     assert err.value.status == 409 and b"not Ready, Allocated, or Broken" in err.value.content
 
 
+def test_machine_with_two_nics_on_two_subnets(client, sim, tag):
+    """A multi-NIC machine as MAAS 3.5 lists it (CAPMAAS's apiServerInterfaceName reads it): eno1 PXE on the lab
+    subnet, eno2 AUTO on another subnet, its address claimed when deployment starts; python-libmaas parses it."""
+    cidr = f"{LOOP}.31.0/24"
+    m = sim.seed({"interface_name": "eno1", "nics": [{"name": "eno2", "cidr": cidr}]}, tag=tag)[0]
+    machine = client.machines.get(m["system_id"])
+    eno1, eno2 = machine.interfaces
+    assert (eno1.name, eno2.name, eno2.type) == ("eno1", "eno2", InterfaceType.PHYSICAL)
+    assert eno1.mac_address == m["mac_address"] and eno2.mac_address != eno1.mac_address
+    assert eno1.links[0].subnet.cidr == f"{LOOP}.2.0/24"
+    assert (eno2.links[0].mode, eno2.links[0].subnet.cidr, eno2.links[0].ip_address) == (LinkMode.AUTO, cidr, None)
+    assert machine.ip_addresses == []  # Ready: no AUTO address claimed yet
+    subnet = client.subnets.get(eno2.links[0].subnet.id)
+    assert (subnet.cidr, subnet.vlan.id) == (cidr, eno1.vlan.id)
+    assert cidr in {s.cidr for s in client.subnets.list()}
+    assert cidr in {s["cidr"] for s in client._origin.session.Space.read(id=-1)["subnets"]}  # no space of its own
+
+    machine = client.machines.allocate(tags=[tag]).deploy(user_data=b"#cloud-config\n")
+    machine.refresh()
+    eno2_ip = sim.state(m["system_id"])["interfaces"][1]["links"][0]["ip_address"]
+    assert eno2_ip.startswith(f"{LOOP}.31.")
+    assert machine.ip_addresses == [m["ip"], eno2_ip]  # the boot interface's first
+    by_name = {i.name: i for i in client.machines.get(m["system_id"]).interfaces}
+    assert by_name["eno2"].links[0].ip_address == eno2_ip
+    used = sim.call("GET", f"subnets/{subnet.id}/", params={"op": "ip_addresses"}).json()
+    assert [u["ip"] for u in used] == [eno2_ip]
+    mine = {a["ip"]: a for a in sim.call("GET", "ipaddresses/").json()}
+    assert (mine[eno2_ip]["subnet"]["cidr"], mine[eno2_ip]["interface_set"][0]["name"]) == (cidr, "eno2")
+    assert (mine[m["ip"]]["subnet"]["cidr"], mine[m["ip"]]["interface_set"][0]["name"]) == (f"{LOOP}.2.0/24", "eno1")
+    # an interface name the machine already has is refused by the control API
+    assert (
+        sim.http.post(
+            sim.control + "machines",
+            json={"machines": [{"interface_name": "eno1", "nics": [{"name": "eno1", "cidr": cidr}]}]},
+            timeout=30,
+        ).status_code
+        == 400
+    )
+
+
 def test_boot_resources_sources_rack_controllers(client):
     names = {r.name for r in client.boot_resources.list()}
     assert {"ubuntu/jammy", "ubuntu/noble"} <= names

@@ -488,6 +488,20 @@ CASES = [
     ("IP pools on a MAAS cluster", A, _set("ip_pools", [{"name": "p", "spec": {}}]), "capi_cluster", "ip_pools"),
     ("MAAS DNS domain invalid", A, _set("dns_domain", "My Domain"), "capi_cluster", "dns_domain"),
     (
+        "MAAS API-server interface invalid",
+        A,
+        _set("api_server_interface", "eno 2"),
+        "capi_cluster",
+        "api_server_interface",
+    ),  # fmt: skip
+    (
+        "MAAS API-server interface on Metal3",
+        M,
+        _set("api_server_interface", "eno2"),
+        "capi_cluster",
+        "api_server_interface",
+    ),  # fmt: skip
+    (
         "MAAS constraints on a Metal3 pool",
         M,
         _set("workers[0].constraints", {"minCPU": 2}),
