@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import os
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.store import options as store_opts
 
 # The string Ansible itself puts where a no_log value was.
 MASK = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
@@ -43,33 +42,6 @@ MASK = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
 # no_log values: Ansible replaces every occurrence of a no_log value anywhere
 # in the output, and a one-letter value would mangle the whole result.
 _MIN_NO_LOG_LEN = 4
-
-# store sub-option -> the variable AWX's Kubernetes credential (and
-# kubernetes.core) sets.  Read only when the store is kubernetes, so that a
-# K8S_AUTH_* variable in the environment does not break the sqlite store.
-K8S_ENV = {
-    "kubeconfig": "K8S_AUTH_KUBECONFIG",
-    "context": "K8S_AUTH_CONTEXT",
-    "host": "K8S_AUTH_HOST",
-    "api_key": "K8S_AUTH_API_KEY",
-    "ca_cert": "K8S_AUTH_SSL_CA_CERT",
-    "validate_certs": "K8S_AUTH_VERIFY_SSL",
-}
-STORE_KIND_ENV = "BAREMETAL_CAPI_STORE_KIND"
-STORE_PATH_ENV = "BAREMETAL_CAPI_STORE_PATH"
-# AWX's built-in Kubernetes credential ("OpenShift or Kubernetes API Bearer Token") injects these two: with
-# both set and no kind named, the store is kubernetes (AWX's job container is thrown away, and a sqlite store
-# with it). One of them alone, or a K8S_AUTH_KUBECONFIG, selects nothing.
-K8S_CREDENTIAL_ENV = ("K8S_AUTH_HOST", "K8S_AUTH_API_KEY")
-
-
-def default_store_kind() -> str:
-    """The store kind when the task names none: BAREMETAL_CAPI_STORE_KIND, AWX's Kubernetes credential, sqlite."""
-    if os.environ.get(STORE_KIND_ENV):
-        return os.environ[STORE_KIND_ENV]
-    if all(os.environ.get(env) for env in K8S_CREDENTIAL_ENV):
-        return "kubernetes"
-    return "sqlite"
 
 
 def store_argument_spec() -> dict:
@@ -172,27 +144,17 @@ def secret_values(obj) -> list[str]:
 
 
 def store_options(params: dict, no_log_values: set) -> dict:
-    """The ``store`` option of ``params`` with kind resolved and the K8S_AUTH_* fallbacks applied.
+    """The ``store`` option of ``params`` with kind resolved and the environment fallbacks applied
+    (``store/options.py``, the one place they are).
 
     A module (``CapiModule.store_options``) and an action plugin running the engine on the controller share it;
     an API key read from the environment is added to ``no_log_values``.
     """
-    given = dict(params.get("store") or {})
-    # a sqlite path named in the task is the sqlite store, whatever credential the environment carries
-    kind = given.get("kind") or ("sqlite" if given.get("path") else default_store_kind())
-    given["kind"] = kind
-    if kind == "sqlite":
-        given["path"] = given.get("path") or os.environ.get(STORE_PATH_ENV) or None
-    elif kind == "kubernetes":
-        for option, env in K8S_ENV.items():
-            if given.get(option) is None and os.environ.get(env):
-                value = os.environ[env]
-                if option == "validate_certs":
-                    value = boolean(value, strict=False)
-                elif option == "api_key":
-                    no_log_values.add(value)
-                given[option] = value
-    return given
+    given = params.get("store") or {}
+    resolved = store_opts.resolve(given)
+    if resolved.get("api_key") and resolved["api_key"] != given.get("api_key"):
+        no_log_values.add(resolved["api_key"])
+    return resolved
 
 
 class CapiModule(AnsibleModule):
