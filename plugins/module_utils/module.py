@@ -64,6 +64,85 @@ def store_argument_spec() -> dict:
     )
 
 
+def namespace_argument_spec() -> dict:
+    """``namespace``: the objects' namespace; ``store.namespace`` (else ``default``) when not set."""
+    return dict(namespace=dict(type="str"))
+
+
+def wait_argument_spec(wait: bool = True, timeout: int = 1800, sleep: float = 2.0) -> dict:
+    """``wait``, ``wait_timeout`` (seconds) and ``wait_sleep`` (seconds between polls, alias ``poll``)."""
+    return dict(
+        wait=dict(type="bool", default=wait),
+        wait_timeout=dict(type="int", default=timeout),
+        wait_sleep=dict(type="float", default=sleep, aliases=["poll"]),
+    )
+
+
+def host_driver_argument_spec() -> dict:
+    """``host_driver`` and ``host_driver_options``: what moves a BareMetalHost (hosts/drivers.py)."""
+    return dict(
+        host_driver=dict(type="str", choices=["ironic", "external"], default="ironic"),
+        host_driver_options=dict(type="dict", default={}),
+    )
+
+
+def remediation_argument_spec(**extra) -> dict:
+    """The options of metal3_remediation and maas_remediation, plus the provider's own."""
+    return dict(
+        machines=dict(type="list", elements="str", required=True),
+        **namespace_argument_spec(),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        strategy=dict(
+            type="dict",
+            options=dict(
+                type=dict(type="str", default="Reboot"),
+                retryLimit=dict(type="int"),
+                timeoutSeconds=dict(type="int"),
+            ),
+        ),
+        force=dict(type="bool", default=False),
+        fencing=dict(type="str", choices=["auto", "taint", "delete"], default="auto"),
+        workload_kubeconfig=dict(type="str", no_log=True),
+        **wait_argument_spec(),
+        workers=dict(type="int", default=8),
+        **extra,
+    )
+
+
+def remediation_arguments(params: dict, namespace: str) -> dict:
+    """remediation/run.py ``remediate_machines``' keyword arguments from a remediation module's options."""
+    return dict(
+        machines=params["machines"],
+        ns=params["namespace"] or namespace,
+        state=params["state"],
+        strategy={k: v for k, v in (params["strategy"] or {}).items() if v is not None},
+        force=params["force"],
+        fencing=params["fencing"],
+        workload_kubeconfig=params["workload_kubeconfig"],
+        wait=params["wait"],
+        timeout=params["wait_timeout"],
+        poll=params["wait_sleep"],
+        workers=params["workers"],
+    )
+
+
+def cluster_machines_argument_spec() -> dict:
+    """The cluster_machines module's options (its action plugin validates with the same)."""
+    return dict(
+        cluster=dict(type="str", required=True),
+        **namespace_argument_spec(),
+        provider=dict(type="str", choices=["metal3", "maas"]),
+        **host_driver_argument_spec(),
+        disable_swap=dict(type="bool", default=True),
+        workload_kubeconfig=dict(type="str", no_log=True),
+        token_ttl=dict(type="int", default=14400, no_log=False),
+        user_data_template=dict(type="str"),
+        **wait_argument_spec(),
+        workers=dict(type="int", default=8),
+        stop_when=dict(type="str", choices=["converged", "control_plane_deployed"], default="converged"),
+    )
+
+
 HOST_MUTUALLY_EXCLUSIVE = [("name", "hosts")]
 HOST_REQUIRED_ONE_OF = [("name", "hosts")]
 
@@ -93,14 +172,12 @@ def host_argument_spec() -> dict:
         hardware=dict(type="dict"),
         hosts=dict(type="list", elements="dict", options=host_suboptions),
         state=dict(type="str", choices=["present", "absent"], default="present"),
-        host_driver=dict(type="str", choices=["ironic", "external"], default="ironic"),
+        host_driver=host_driver_argument_spec()["host_driver"],
         cloud=dict(type="str", fallback=(env_fallback, ["OS_CLOUD"])),
         ironic_url=dict(type="str"),
         boot_iso=dict(type="str"),
-        wait=dict(type="bool", default=False),
+        **wait_argument_spec(wait=False),
         wait_state=dict(type="str"),
-        wait_timeout=dict(type="int", default=1800),
-        poll=dict(type="float", default=2.0),
         workers=dict(type="int", default=8),
     )
 

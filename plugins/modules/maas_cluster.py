@@ -29,6 +29,8 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
+  - baremetal.capi.wait
   - baremetal.capi.maas
   - baremetal.capi.attributes
 options:
@@ -36,9 +38,6 @@ options:
     description: The MaasCluster.
     type: str
     required: true
-  namespace:
-    description: The namespace. Defaults to O(store.namespace), then V(default).
-    type: str
   state:
     description: V(present) or V(absent).
     type: str
@@ -59,10 +58,10 @@ options:
     description: Seconds to wait.
     type: int
     default: 1800
-  poll:
+  wait_sleep:
     description: Seconds between polls.
     type: float
-    default: 2.0
+    default: 2
   workers:
     description: With O(state=absent), how many machines are deleted at the same time.
     type: int
@@ -129,19 +128,21 @@ machines:
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import client as maas_client  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import cluster as maas_cluster  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import machine as maas_machine  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import (  # noqa: E402
+    CapiModule,
+    namespace_argument_spec,
+    wait_argument_spec,
+)
 
 
 def main():
     module = CapiModule(
         argument_spec=dict(
             name=dict(type="str", required=True),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             state=dict(type="str", choices=["present", "absent"], default="present"),
-            wait=dict(type="bool", default=True),
+            **wait_argument_spec(),
             wait_for_api_server=dict(type="bool", default=False),
-            wait_timeout=dict(type="int", default=1800),
-            poll=dict(type="float", default=2.0),
             workers=dict(type="int", default=8),
             preferred_subnets=dict(type="list", elements="str"),
             workload_kubeconfig=dict(type="str", no_log=True),
@@ -169,7 +170,7 @@ def main():
                 check=module.check_mode,
                 wait=p["wait"],
                 timeout=timeout,
-                poll=p["poll"],
+                poll=p["wait_sleep"],
                 workers=p["workers"],
             )
             res = out["result"]
@@ -190,7 +191,7 @@ def main():
             check=module.check_mode,
             wait=p["wait"],
             timeout=timeout,
-            poll=p["poll"],
+            poll=p["wait_sleep"],
             wait_for_api_server=p["wait_for_api_server"],
         )
     res = out["result"]

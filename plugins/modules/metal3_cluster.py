@@ -26,6 +26,8 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
+  - baremetal.capi.wait
   - baremetal.capi.attributes
 options:
   name:
@@ -128,7 +130,11 @@ from ansible_collections.baremetal.capi.plugins.module_utils import runner  # no
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Timeout  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import cluster as m3cluster  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import (  # noqa: E402
+    CapiModule,
+    namespace_argument_spec,
+    wait_argument_spec,
+)
 
 
 def _definition(p, ns) -> dict | None:
@@ -146,7 +152,7 @@ def main():
     module = CapiModule(
         argument_spec=dict(
             name=dict(type="str", required=True),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             control_plane_endpoint=dict(
                 type="dict",
                 options=dict(host=dict(type="str", required=True), port=dict(type="int", default=6443)),
@@ -156,9 +162,7 @@ def main():
             labels=dict(type="dict"),
             annotations=dict(type="dict"),
             state=dict(type="str", choices=["present", "absent"], default="present"),
-            wait=dict(type="bool", default=True),
-            wait_timeout=dict(type="int", default=600),
-            wait_sleep=dict(type="float", default=2),
+            **wait_argument_spec(timeout=600),
         ),
         supports_check_mode=True,
     )
