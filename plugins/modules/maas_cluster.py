@@ -126,8 +126,7 @@ machines:
 """
 
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import client as maas_client  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.maas import cluster as maas_cluster  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.maas import machine as maas_machine  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.maas import cluster_task  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.module import (  # noqa: E402
     CapiModule,
     namespace_argument_spec,
@@ -152,49 +151,30 @@ def main():
     )
     p = module.params
     ns = p["namespace"] or module.namespace
-    timeout = p["wait_timeout"] if p["wait"] else None
     with module.errors():
-        client = maas_client.connect(module.maas_options())
-        mgr = maas_cluster.ClusterManager(
-            module.store, client, workload_kubeconfig=p["workload_kubeconfig"], subnets=p["preferred_subnets"]
-        )
-        if p["state"] == "absent":
-            machines = maas_machine.MachineManager(
-                module.store, client, workload_kubeconfig=p["workload_kubeconfig"], subnets=p["preferred_subnets"]
-            )
-            out = maas_cluster.teardown(
-                mgr,
-                machines,
-                p["name"],
-                ns,
-                check=module.check_mode,
-                wait=p["wait"],
-                timeout=timeout,
-                poll=p["wait_sleep"],
-                workers=p["workers"],
-            )
-            res = out["result"]
-            if res.failed or (p["wait"] and not module.check_mode and not res.done):
-                module.fail(f"MaasCluster {ns}/{p['name']}: {res.message}", machines=out["machines"])
-            module.exit(
-                res.changed,
-                before=out["before"],
-                after=None,
-                object=None,
-                message=res.message,
-                machines=out["machines"],
-            )
-        out = maas_cluster.reconcile(
-            mgr,
+        out = cluster_task.run(
+            module.store,
+            maas_client.connect(module.maas_options()),
             p["name"],
             ns,
+            state=p["state"],
+            workload_kubeconfig=p["workload_kubeconfig"],
+            subnets=p["preferred_subnets"],
             check=module.check_mode,
             wait=p["wait"],
-            timeout=timeout,
+            timeout=p["wait_timeout"] if p["wait"] else None,
             poll=p["wait_sleep"],
+            workers=p["workers"],
             wait_for_api_server=p["wait_for_api_server"],
         )
     res = out["result"]
+    stuck = res.failed or (p["wait"] and not module.check_mode and not res.done)
+    if p["state"] == "absent":
+        if stuck:
+            module.fail(f"MaasCluster {ns}/{p['name']}: {res.message}", machines=out["machines"])
+        module.exit(
+            res.changed, before=out["before"], after=None, object=None, message=res.message, machines=out["machines"]
+        )
     result = dict(
         object=out["after"],
         dns_name=res.data.get("dnsName"),
@@ -202,7 +182,7 @@ def main():
         api_server_available=res.data.get("apiServerAvailable"),
         message=res.message,
     )
-    if res.failed or (p["wait"] and not module.check_mode and not res.done):
+    if stuck:
         module.fail(f"MaasCluster {ns}/{p['name']}: {res.message}", changed=res.changed, **result)
     module.exit(res.changed, before=out["before"], after=out["after"], **result)
 
