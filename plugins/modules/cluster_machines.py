@@ -42,7 +42,7 @@ extends_documentation_fragment:
   - baremetal.capi.wait
   - baremetal.capi.host_driver
   - baremetal.capi.maas
-  - baremetal.capi.attributes
+  - baremetal.capi.attributes.no_diff
 options:
   cluster:
     description: The Cluster whose machines are converged.

@@ -31,7 +31,7 @@ author:
 extends_documentation_fragment:
   - baremetal.capi.store
   - baremetal.capi.namespace
-  - baremetal.capi.attributes
+  - baremetal.capi.attributes.no_diff
 options:
   cluster:
     description: The Cluster.

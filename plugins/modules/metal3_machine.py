@@ -41,7 +41,7 @@ extends_documentation_fragment:
   - baremetal.capi.namespace
   - baremetal.capi.wait
   - baremetal.capi.host_driver
-  - baremetal.capi.attributes
+  - baremetal.capi.attributes.no_diff
 options:
   name:
     description: One Metal3Machine. Mutually exclusive with O(names) and O(cluster).
