@@ -151,9 +151,9 @@ def host_argument_spec() -> dict:
     """The baremetalhost module's options (its action plugin validates with the same)."""
     from ansible.module_utils.basic import env_fallback
 
-    host_suboptions = dict(
-        name=dict(type="str", required=True),
-        namespace=dict(type="str"),
+    # one host: at the top level (name optional there: hosts may list them instead) or as an entry of hosts
+    one_host = dict(
+        **namespace_argument_spec(),
         spec=dict(type="dict"),
         labels=dict(type="dict"),
         annotations=dict(type="dict"),
@@ -163,14 +163,8 @@ def host_argument_spec() -> dict:
     )
     return dict(
         name=dict(type="str"),
-        namespace=dict(type="str"),
-        spec=dict(type="dict"),
-        labels=dict(type="dict"),
-        annotations=dict(type="dict"),
-        bmc_username=dict(type="str"),
-        bmc_password=dict(type="str", no_log=True),
-        hardware=dict(type="dict"),
-        hosts=dict(type="list", elements="dict", options=host_suboptions),
+        **one_host,
+        hosts=dict(type="list", elements="dict", options=dict(name=dict(type="str", required=True), **one_host)),
         state=dict(type="str", choices=["present", "absent"], default="present"),
         host_driver=host_driver_argument_spec()["host_driver"],
         cloud=dict(type="str", fallback=(env_fallback, ["OS_CLOUD"])),

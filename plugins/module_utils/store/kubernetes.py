@@ -330,9 +330,7 @@ class KubernetesStore:
         return self._update(obj, status=True)
 
     def _update(self, obj: dict, status: bool) -> dict:
-        k = meta.validate_object(obj, for_create=False)
-        if status and not k.status_subresource:
-            raise Invalid(f"{k.kind} has no status subresource", obj=meta.ref(obj), field="status")
+        k = common.updatable(obj, status)
         body = copy.deepcopy(obj)
         body["apiVersion"] = k.api_version
         md = body["metadata"]

@@ -278,9 +278,7 @@ class SqliteStore:
         return self._update(obj, status=True)
 
     def _update(self, obj: dict, status: bool) -> dict:
-        k = meta.validate_object(obj, for_create=False)
-        if status and not k.status_subresource:
-            raise Invalid(f"{k.kind} has no status subresource", obj=meta.ref(obj), field="status")
+        k = common.updatable(obj, status)
         md = obj["metadata"]
         with self._write() as con:
             row = self._row(con, k, md["name"], self._ns(k, md.get("namespace")))
