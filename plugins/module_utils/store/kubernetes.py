@@ -297,15 +297,8 @@ class KubernetesStore:
     # -- writes ---------------------------------------------------------------
 
     def create(self, obj: dict) -> dict:
-        obj = copy.deepcopy(obj)
-        k = meta.validate_object(obj, for_create=True)
+        obj, k = common.creatable(obj)
         md = obj["metadata"]
-        if md.get("resourceVersion"):
-            raise Invalid(
-                "resourceVersion should not be set on objects to be created",
-                obj=meta.ref(obj),
-                field="metadata.resourceVersion",
-            )
         for key in ("uid", "deletionTimestamp", "creationTimestamp", "generation", "managedFields"):
             md.pop(key, None)
         obj["apiVersion"] = k.api_version
