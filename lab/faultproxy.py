@@ -33,12 +33,13 @@ import argparse
 import http.client
 import json
 import random
-import socket
 import ssl
 import sys
 import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+from lab import relay
 
 CONTROL = "/lab/faultproxy"
 PLAN_KEYS = {
@@ -55,7 +56,6 @@ PLAN_KEYS = {
     "path_contains": str,
     "limit": int,
 }
-_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade"}
 
 
 class Plan:
@@ -119,60 +119,31 @@ class Plan:
             return what
 
 
-class Handler(BaseHTTPRequestHandler):
-    # one request per connection: a drop then always meets a request the client has sent
-    protocol_version = "HTTP/1.0"
+class Handler(relay.RelayHandler):
     server: FaultProxy
-
-    def log_message(self, fmt, *args):
-        print(f"{self.address_string()} {fmt % args}", flush=True)
-
-    def _reply(self, status: int, body, headers: dict | None = None) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
 
     def _control(self, body: bytes) -> None:
         plan = self.server.plan
         if self.command == "GET":
-            return self._reply(200, plan.state())
+            return self.reply_json(200, plan.state())
         if self.command == "PUT":
             try:
                 new = json.loads(body or b"{}")
                 if not isinstance(new, dict):
                     raise ValueError("a plan is a JSON object")
-                return self._reply(200, {"plan": plan.set(new)})
+                return self.reply_json(200, {"plan": plan.set(new)})
             except ValueError as exc:
-                return self._reply(400, {"error": str(exc)})
+                return self.reply_json(400, {"error": str(exc)})
         if self.command == "DELETE":
             plan.set({})
-            return self._reply(200, plan.state())
-        return self._reply(405, {"error": f"{self.command} {CONTROL} not supported"})
+            return self.reply_json(200, plan.state())
+        return self.reply_json(405, {"error": f"{self.command} {CONTROL} not supported"})
 
     def _drop(self) -> None:
-        self.close_connection = True
-        if self.server.plan.plan.get("reset"):
-            try:  # SO_LINGER 0: the close sends a reset
-                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-            except OSError:
-                pass
-        try:
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.connection.close()
+        self.drop(reset=bool(self.server.plan.plan.get("reset")), shutdown=True)
 
     def _handle(self) -> None:
-        body = self._body()
+        body = self.read_body()
         if self.path.split("?")[0].rstrip("/") == CONTROL:
             return self._control(body)
         what = self.server.plan.decide(self.command, self.path)
@@ -186,38 +157,15 @@ class Handler(BaseHTTPRequestHandler):
             headers = {"Retry-After": str(p["retry_after"])} if p.get("retry_after") is not None else None
             # the shape of a Kubernetes Status (Ironic's clients only read the code)
             reason = http.client.responses.get(status, "Error")
-            return self._reply(status, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                                        "message": f"lab fault proxy: {status} {reason}",
-                                        "reason": reason.replace(" ", ""), "code": status}, headers)  # fmt: skip
+            return self.reply_json(status, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                            "message": f"lab fault proxy: {status} {reason}",
+                                            "reason": reason.replace(" ", ""), "code": status}, headers)  # fmt: skip
         self._forward(body)
 
     def _forward(self, body: bytes, answer: bool = True) -> None:
-        up = self.server.upstream
-        if up.scheme == "https":
-            conn = http.client.HTTPSConnection(up.hostname, up.port, timeout=120, context=self.server.upstream_ctx)
-        else:
-            conn = http.client.HTTPConnection(up.hostname, up.port, timeout=120)
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
-        try:
-            conn.request(self.command, self.path, body=body or None, headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
-        except OSError as exc:
-            if not answer:
-                return None
-            return self._reply(502, {"error": f"fault proxy: upstream unreachable: {exc}"})
-        finally:
-            conn.close()
-        if not answer:
-            return None
-        self.send_response(resp.status, resp.reason)
-        for key, value in resp.getheaders():
-            if key.lower() not in _HOP and key.lower() != "content-length":
-                self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+        self.relay(
+            body, lambda exc: self.reply_json(502, {"error": f"fault proxy: upstream unreachable: {exc}"}), answer
+        )
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle
 

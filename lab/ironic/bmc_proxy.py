@@ -20,24 +20,23 @@ Control endpoint (no auth, loopback only):
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import re
-import socket
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+from lab import relay
 
 FAULT_KEYS = {"unreachable": bool, "delay": float, "power_delay": float, "fail_virtual_media": bool}
 
 _SYSTEM = re.compile(r"^/redfish/v1/(?:Systems|Managers)/([^/?#]+)")
 _RESET = re.compile(r"/Actions/ComputerSystem\.Reset/?$")
 _VMEDIA_INSERT = re.compile(r"/VirtualMedia/[^/]+(?:/Actions/VirtualMedia\.InsertMedia)?/?$")
+
+
 # hop-by-hop headers are the proxy's own business
-_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade"}
-
-
 class Faults:
     def __init__(self):
         self._lock = threading.Lock()
@@ -73,57 +72,35 @@ class Faults:
                 self._faults.pop(system, None)
 
 
-class Handler(BaseHTTPRequestHandler):
-    # HTTP/1.0 answers (one request per connection) keep the forwarding simple
-    protocol_version = "HTTP/1.0"
+class Handler(relay.RelayHandler):
     server: ProxyServer
-
-    def log_message(self, fmt, *args):  # one line per request, to the lab log
-        print(f"{self.address_string()} {fmt % args}", flush=True)
-
-    def _reply_json(self, status: int, body) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
 
     def _control(self) -> None:
         faults = self.server.faults
         parts = [urllib.parse.unquote(p) for p in self.path.split("?")[0].strip("/").split("/")]
         system = parts[2] if len(parts) > 2 else None
         if self.command == "GET":
-            self._reply_json(200, faults.all() if system is None else faults.get(system))
+            self.reply_json(200, faults.all() if system is None else faults.get(system))
         elif self.command == "PUT" and system:
             try:
-                fault = json.loads(self._body() or b"{}")
+                fault = json.loads(self.read_body() or b"{}")
                 if not isinstance(fault, dict):
                     raise ValueError("a fault is a JSON object")
-                self._reply_json(200, faults.set(system, fault))
+                self.reply_json(200, faults.set(system, fault))
             except ValueError as exc:
-                self._reply_json(400, {"error": str(exc)})
+                self.reply_json(400, {"error": str(exc)})
         elif self.command == "DELETE":
             faults.clear(system)
-            self._reply_json(200, faults.all())
+            self.reply_json(200, faults.all())
         else:
-            self._reply_json(405, {"error": f"{self.command} {self.path} not supported"})
+            self.reply_json(405, {"error": f"{self.command} {self.path} not supported"})
 
     def _drop(self) -> None:
         # a reset, not a clean close: the client sees the BMC vanish mid-request
-        self.close_connection = True
-        try:
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-        except OSError:
-            pass
-        self.connection.close()
+        self.drop(reset=True)
 
     def _redfish_error(self, status: int, message: str) -> None:
-        self._reply_json(
+        self.reply_json(
             status,
             {
                 "error": {
@@ -137,7 +114,7 @@ class Handler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         if self.path.startswith("/lab/faults"):
             return self._control()
-        body = self._body()
+        body = self.read_body()
         match = _SYSTEM.match(self.path)
         fault = self.server.faults.get(match.group(1) if match else None)
         if fault.get("unreachable"):
@@ -152,25 +129,7 @@ class Handler(BaseHTTPRequestHandler):
         self._forward(body)
 
     def _forward(self, body: bytes) -> None:
-        up = self.server.upstream
-        conn = http.client.HTTPConnection(up.hostname, up.port, timeout=120)
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
-        try:
-            conn.request(self.command, self.path, body=body or None, headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
-        except OSError as exc:
-            return self._redfish_error(502, f"BMC proxy: upstream emulator unreachable: {exc}")
-        finally:
-            conn.close()
-        self.send_response(resp.status, resp.reason)
-        for key, value in resp.getheaders():
-            if key.lower() not in _HOP and key.lower() != "content-length":
-                self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+        self.relay(body, lambda exc: self._redfish_error(502, f"BMC proxy: upstream emulator unreachable: {exc}"))
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle
 

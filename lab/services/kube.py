@@ -128,7 +128,7 @@ def _collection_importable() -> None:
 def apply_crds(cfg: LabConfig) -> dict:
     """The collection's CRDs on the lab's API server (what the crds role does for users)."""
     _collection_importable()
-    from ansible_collections.baremetal.capi.plugins.module_utils.model import crds
+    from ansible_collections.baremetal.capi.plugins.module_utils.store import crds
 
     client = api_client(cfg)
     try:

@@ -26,13 +26,13 @@ display = Display()
 
 
 def _argument_spec() -> dict:
-    from ansible_collections.baremetal.capi.plugins.module_utils.capi import converge_task
     from ansible_collections.baremetal.capi.plugins.module_utils.module import (
+        cluster_machines_argument_spec,
         maas_argument_spec,
         store_argument_spec,
     )
 
-    return {**store_argument_spec(), **maas_argument_spec(), **converge_task.ARGUMENT_SPEC}
+    return {**store_argument_spec(), **maas_argument_spec(), **cluster_machines_argument_spec()}
 
 
 class ActionModule(ActionBase):

@@ -140,27 +140,12 @@ compose:
 #   ansible -i inventory.capi.machines.yml test1_control_plane -m ansible.builtin.ping
 """
 
-import os  # noqa: E402 (imports follow the docs)
-
 from ansible.errors import AnsibleError, AnsibleParserError  # noqa: E402 (imports follow the docs)
 from ansible.module_utils.common.text.converters import to_native  # noqa: E402 (imports follow the docs)
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable  # noqa: E402 (imports follow the docs)
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, NotFound, UnknownKind  # noqa: E402 (imports follow the docs)
 from ansible_collections.baremetal.capi.plugins.module_utils.model import names  # noqa: E402 (imports follow the docs)
-
-# The variables the modules read too (module_utils/module.py)
-STORE_KIND_ENV = "BAREMETAL_CAPI_STORE_KIND"
-STORE_PATH_ENV = "BAREMETAL_CAPI_STORE_PATH"
-
-
-def _default_kind() -> str:
-    # as module_utils/module.py's default_store_kind (AWX's Kubernetes credential: K8S_AUTH_HOST + _API_KEY)
-    if os.environ.get(STORE_KIND_ENV):
-        return os.environ[STORE_KIND_ENV]
-    if os.environ.get("K8S_AUTH_HOST") and os.environ.get("K8S_AUTH_API_KEY"):
-        return "kubernetes"
-    return "sqlite"
 
 
 def machine_address(machine: dict) -> str | None:
@@ -205,15 +190,14 @@ def machine_record(machine: dict, infra: dict | None) -> dict:
 
 
 def store_options(given: dict | None) -> dict:
-    """The ``store`` option with the kind and sqlite path falling back to the environment, as the modules do
-    (the kubernetes store reads the K8S_AUTH_* variables itself)."""
-    options = {k: v for k, v in (given or {}).items() if v is not None}
-    options["kind"] = options.get("kind") or ("sqlite" if options.get("path") else _default_kind())
-    if options["kind"] == "sqlite":
-        path = options.get("path") or os.environ.get(STORE_PATH_ENV)
-        if path:
-            options["path"] = path
-    return options
+    """The ``store`` option with the environment fallbacks the modules apply (module_utils/store/options.py)."""
+    from ansible_collections.baremetal.capi.plugins.module_utils.store import options
+
+    return {
+        k: v
+        for k, v in options.resolve({k: v for k, v in (given or {}).items() if v is not None}).items()
+        if v is not None
+    }
 
 
 def read_machines(store, clusters=(), namespaces=(), label_selector=None, include_deleting=False) -> list[dict]:

@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import os
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.store import options as store_opts
 
 # The string Ansible itself puts where a no_log value was.
 MASK = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
@@ -43,33 +42,6 @@ MASK = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
 # no_log values: Ansible replaces every occurrence of a no_log value anywhere
 # in the output, and a one-letter value would mangle the whole result.
 _MIN_NO_LOG_LEN = 4
-
-# store sub-option -> the variable AWX's Kubernetes credential (and
-# kubernetes.core) sets.  Read only when the store is kubernetes, so that a
-# K8S_AUTH_* variable in the environment does not break the sqlite store.
-K8S_ENV = {
-    "kubeconfig": "K8S_AUTH_KUBECONFIG",
-    "context": "K8S_AUTH_CONTEXT",
-    "host": "K8S_AUTH_HOST",
-    "api_key": "K8S_AUTH_API_KEY",
-    "ca_cert": "K8S_AUTH_SSL_CA_CERT",
-    "validate_certs": "K8S_AUTH_VERIFY_SSL",
-}
-STORE_KIND_ENV = "BAREMETAL_CAPI_STORE_KIND"
-STORE_PATH_ENV = "BAREMETAL_CAPI_STORE_PATH"
-# AWX's built-in Kubernetes credential ("OpenShift or Kubernetes API Bearer Token") injects these two: with
-# both set and no kind named, the store is kubernetes (AWX's job container is thrown away, and a sqlite store
-# with it). One of them alone, or a K8S_AUTH_KUBECONFIG, selects nothing.
-K8S_CREDENTIAL_ENV = ("K8S_AUTH_HOST", "K8S_AUTH_API_KEY")
-
-
-def default_store_kind() -> str:
-    """The store kind when the task names none: BAREMETAL_CAPI_STORE_KIND, AWX's Kubernetes credential, sqlite."""
-    if os.environ.get(STORE_KIND_ENV):
-        return os.environ[STORE_KIND_ENV]
-    if all(os.environ.get(env) for env in K8S_CREDENTIAL_ENV):
-        return "kubernetes"
-    return "sqlite"
 
 
 def store_argument_spec() -> dict:
@@ -92,6 +64,85 @@ def store_argument_spec() -> dict:
     )
 
 
+def namespace_argument_spec() -> dict:
+    """``namespace``: the objects' namespace; ``store.namespace`` (else ``default``) when not set."""
+    return dict(namespace=dict(type="str"))
+
+
+def wait_argument_spec(wait: bool = True, timeout: int = 1800, sleep: float = 2.0) -> dict:
+    """``wait``, ``wait_timeout`` (seconds) and ``wait_sleep`` (seconds between polls, alias ``poll``)."""
+    return dict(
+        wait=dict(type="bool", default=wait),
+        wait_timeout=dict(type="int", default=timeout),
+        wait_sleep=dict(type="float", default=sleep, aliases=["poll"]),
+    )
+
+
+def host_driver_argument_spec() -> dict:
+    """``host_driver`` and ``host_driver_options``: what moves a BareMetalHost (hosts/drivers.py)."""
+    return dict(
+        host_driver=dict(type="str", choices=["ironic", "external"], default="ironic"),
+        host_driver_options=dict(type="dict", default={}),
+    )
+
+
+def remediation_argument_spec(**extra) -> dict:
+    """The options of metal3_remediation and maas_remediation, plus the provider's own."""
+    return dict(
+        machines=dict(type="list", elements="str", required=True),
+        **namespace_argument_spec(),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        strategy=dict(
+            type="dict",
+            options=dict(
+                type=dict(type="str", default="Reboot"),
+                retryLimit=dict(type="int"),
+                timeoutSeconds=dict(type="int"),
+            ),
+        ),
+        force=dict(type="bool", default=False),
+        fencing=dict(type="str", choices=["auto", "taint", "delete"], default="auto"),
+        workload_kubeconfig=dict(type="str", no_log=True),
+        **wait_argument_spec(),
+        workers=dict(type="int", default=8),
+        **extra,
+    )
+
+
+def remediation_arguments(params: dict, namespace: str) -> dict:
+    """remediation/run.py ``remediate_machines``' keyword arguments from a remediation module's options."""
+    return dict(
+        machines=params["machines"],
+        ns=params["namespace"] or namespace,
+        state=params["state"],
+        strategy={k: v for k, v in (params["strategy"] or {}).items() if v is not None},
+        force=params["force"],
+        fencing=params["fencing"],
+        workload_kubeconfig=params["workload_kubeconfig"],
+        wait=params["wait"],
+        timeout=params["wait_timeout"],
+        poll=params["wait_sleep"],
+        workers=params["workers"],
+    )
+
+
+def cluster_machines_argument_spec() -> dict:
+    """The cluster_machines module's options (its action plugin validates with the same)."""
+    return dict(
+        cluster=dict(type="str", required=True),
+        **namespace_argument_spec(),
+        provider=dict(type="str", choices=["metal3", "maas"]),
+        **host_driver_argument_spec(),
+        disable_swap=dict(type="bool", default=True),
+        workload_kubeconfig=dict(type="str", no_log=True),
+        token_ttl=dict(type="int", default=14400, no_log=False),
+        user_data_template=dict(type="str"),
+        **wait_argument_spec(),
+        workers=dict(type="int", default=8),
+        stop_when=dict(type="str", choices=["converged", "control_plane_deployed"], default="converged"),
+    )
+
+
 HOST_MUTUALLY_EXCLUSIVE = [("name", "hosts")]
 HOST_REQUIRED_ONE_OF = [("name", "hosts")]
 
@@ -100,9 +151,9 @@ def host_argument_spec() -> dict:
     """The baremetalhost module's options (its action plugin validates with the same)."""
     from ansible.module_utils.basic import env_fallback
 
-    host_suboptions = dict(
-        name=dict(type="str", required=True),
-        namespace=dict(type="str"),
+    # one host: at the top level (name optional there: hosts may list them instead) or as an entry of hosts
+    one_host = dict(
+        **namespace_argument_spec(),
         spec=dict(type="dict"),
         labels=dict(type="dict"),
         annotations=dict(type="dict"),
@@ -112,23 +163,15 @@ def host_argument_spec() -> dict:
     )
     return dict(
         name=dict(type="str"),
-        namespace=dict(type="str"),
-        spec=dict(type="dict"),
-        labels=dict(type="dict"),
-        annotations=dict(type="dict"),
-        bmc_username=dict(type="str"),
-        bmc_password=dict(type="str", no_log=True),
-        hardware=dict(type="dict"),
-        hosts=dict(type="list", elements="dict", options=host_suboptions),
+        **one_host,
+        hosts=dict(type="list", elements="dict", options=dict(name=dict(type="str", required=True), **one_host)),
         state=dict(type="str", choices=["present", "absent"], default="present"),
-        host_driver=dict(type="str", choices=["ironic", "external"], default="ironic"),
+        host_driver=host_driver_argument_spec()["host_driver"],
         cloud=dict(type="str", fallback=(env_fallback, ["OS_CLOUD"])),
         ironic_url=dict(type="str"),
         boot_iso=dict(type="str"),
-        wait=dict(type="bool", default=False),
+        **wait_argument_spec(wait=False),
         wait_state=dict(type="str"),
-        wait_timeout=dict(type="int", default=1800),
-        poll=dict(type="float", default=2.0),
         workers=dict(type="int", default=8),
     )
 
@@ -172,27 +215,17 @@ def secret_values(obj) -> list[str]:
 
 
 def store_options(params: dict, no_log_values: set) -> dict:
-    """The ``store`` option of ``params`` with kind resolved and the K8S_AUTH_* fallbacks applied.
+    """The ``store`` option of ``params`` with kind resolved and the environment fallbacks applied
+    (``store/options.py``, the one place they are).
 
     A module (``CapiModule.store_options``) and an action plugin running the engine on the controller share it;
     an API key read from the environment is added to ``no_log_values``.
     """
-    given = dict(params.get("store") or {})
-    # a sqlite path named in the task is the sqlite store, whatever credential the environment carries
-    kind = given.get("kind") or ("sqlite" if given.get("path") else default_store_kind())
-    given["kind"] = kind
-    if kind == "sqlite":
-        given["path"] = given.get("path") or os.environ.get(STORE_PATH_ENV) or None
-    elif kind == "kubernetes":
-        for option, env in K8S_ENV.items():
-            if given.get(option) is None and os.environ.get(env):
-                value = os.environ[env]
-                if option == "validate_certs":
-                    value = boolean(value, strict=False)
-                elif option == "api_key":
-                    no_log_values.add(value)
-                given[option] = value
-    return given
+    given = params.get("store") or {}
+    resolved = store_opts.resolve(given)
+    if resolved.get("api_key") and resolved["api_key"] != given.get("api_key"):
+        no_log_values.add(resolved["api_key"])
+    return resolved
 
 
 class CapiModule(AnsibleModule):

@@ -30,6 +30,7 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.wait
   - baremetal.capi.attributes
 options:
   name:
@@ -129,7 +130,7 @@ options:
     description: Seconds to wait.
     type: int
     default: 1800
-  poll:
+  wait_sleep:
     description: Seconds between reconcile steps of a host while Ironic works.
     type: float
     default: 2

@@ -17,6 +17,7 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
   - baremetal.capi.attributes.info_module
 options:
   name:
@@ -76,14 +77,14 @@ hosts:
 
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import host as bmh  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule, namespace_argument_spec  # noqa: E402
 
 
 def main():
     module = CapiModule(
         argument_spec=dict(
             name=dict(type="str"),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             label_selector=dict(type="raw"),
             state=dict(type="list", elements="str"),
             hardware=dict(type="bool", default=False),

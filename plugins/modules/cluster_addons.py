@@ -24,7 +24,8 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
-  - baremetal.capi.attributes
+  - baremetal.capi.namespace
+  - baremetal.capi.attributes.no_diff
 options:
   cluster:
     description: The Cluster.
@@ -109,14 +110,14 @@ waiting:
   type: str
 """
 
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule, namespace_argument_spec  # noqa: E402
 
 
 def main():
     module = CapiModule(
         argument_spec=dict(
             cluster=dict(type="str", required=True),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             addons=dict(
                 type="list",
                 elements="dict",

@@ -38,16 +38,16 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
+  - baremetal.capi.wait
+  - baremetal.capi.host_driver
   - baremetal.capi.maas
-  - baremetal.capi.attributes
+  - baremetal.capi.attributes.no_diff
 options:
   cluster:
     description: The Cluster whose machines are converged.
     type: str
     required: true
-  namespace:
-    description: The namespace. Defaults to O(store.namespace), then V(default).
-    type: str
   provider:
     description:
       - The infrastructure provider. By default the kind of the Cluster's C(spec.infrastructureRef) decides
@@ -181,11 +181,14 @@ steps:
 """
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import converge_task  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import (  # noqa: E402
+    CapiModule,
+    cluster_machines_argument_spec,
+)
 
 
 def main():
-    module = CapiModule(argument_spec=converge_task.ARGUMENT_SPEC, maas=True, supports_check_mode=True)
+    module = CapiModule(argument_spec=cluster_machines_argument_spec(), maas=True, supports_check_mode=True)
     ns = module.params["namespace"] or module.namespace
     with module.errors():
         report = converge_task.run(

@@ -23,15 +23,13 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
   - baremetal.capi.attributes.INFO_MODULE
 options:
   cluster:
     description: The Cluster.
     type: str
     required: true
-  namespace:
-    description: The namespace. Defaults to O(store.namespace), then V(default).
-    type: str
   definition:
     description:
       - A KubeadmControlPlane to plan for instead of the stored one (same name and namespace). It is not written.
@@ -109,14 +107,14 @@ steps:
   elements: str
 """
 
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule, namespace_argument_spec  # noqa: E402
 
 
 def main():
     module = CapiModule(
         argument_spec=dict(
             cluster=dict(type="str", required=True),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             definition=dict(type="dict"),
             deployments=dict(type="list", elements="dict"),
         ),

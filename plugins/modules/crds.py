@@ -89,8 +89,8 @@ skipped:
   sample: {machines.cluster.x-k8s.io: "already served by the cluster's own CRD (serves v1beta1, not v1beta2)"}
 """
 
-from ansible_collections.baremetal.capi.plugins.module_utils.model import crds  # noqa: E402 (imports follow the docs in a module)
 from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402 (imports follow the docs in a module)
+from ansible_collections.baremetal.capi.plugins.module_utils.store import crds  # noqa: E402 (imports follow the docs in a module)
 
 
 def main():

@@ -24,6 +24,8 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
+  - baremetal.capi.wait
   - baremetal.capi.attributes
 options:
   name:
@@ -57,7 +59,7 @@ options:
     default: 300
   wait_sleep:
     description: Seconds between two attempts.
-    type: int
+    type: float
     default: 2
 """
 
@@ -126,21 +128,23 @@ import time  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam import IPAM, AllocationFailed  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import (  # noqa: E402
+    CapiModule,
+    namespace_argument_spec,
+    wait_argument_spec,
+)
 
 
 def main():
     module = CapiModule(
         argument_spec=dict(
             name=dict(type="str", required=True),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             pool=dict(type="str"),
             ip_address=dict(type="str"),
             labels=dict(type="dict"),
             state=dict(type="str", choices=["present", "absent"], default="present"),
-            wait=dict(type="bool", default=False),
-            wait_timeout=dict(type="int", default=300),
-            wait_sleep=dict(type="int", default=2),
+            **wait_argument_spec(wait=False, timeout=300),
         ),
         required_if=[("state", "present", ["pool"])],
         supports_check_mode=True,

@@ -26,6 +26,7 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
   - baremetal.capi.attributes
 options:
   name:
@@ -118,14 +119,14 @@ object:
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam import IPAM  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule, namespace_argument_spec  # noqa: E402
 
 
 def main():
     module = CapiModule(
         argument_spec=dict(
             name=dict(type="str", required=True),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             spec=dict(type="dict"),
             labels=dict(type="dict"),
             state=dict(type="str", choices=["present", "absent"], default="present"),

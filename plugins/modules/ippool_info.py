@@ -17,13 +17,11 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
   - baremetal.capi.attributes.info_module
 options:
   name:
     description: One pool. All pools of the namespace when not given.
-    type: str
-  namespace:
-    description: The namespace. Defaults to O(store.namespace), then V(default).
     type: str
 """
 
@@ -69,12 +67,12 @@ pools:
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam import IPAM  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule, namespace_argument_spec  # noqa: E402
 
 
 def main():
     module = CapiModule(
-        argument_spec=dict(name=dict(type="str"), namespace=dict(type="str")),
+        argument_spec=dict(name=dict(type="str"), **namespace_argument_spec()),
         supports_check_mode=True,
     )
     p = module.params

@@ -30,7 +30,8 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
-  - baremetal.capi.attributes
+  - baremetal.capi.namespace
+  - baremetal.capi.attributes.no_diff
 options:
   cluster:
     description: The Cluster.
@@ -125,14 +126,14 @@ kubeconfig_server:
   type: str
 """
 
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule, namespace_argument_spec  # noqa: E402
 
 
 def main():
     module = CapiModule(
         argument_spec=dict(
             cluster=dict(type="str", required=True),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             token_ttl=dict(type="int", default=14400, no_log=False),
             workload_kubeconfig=dict(type="str", no_log=True),
             user_data_template=dict(type="str"),

@@ -34,6 +34,8 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
+  - baremetal.capi.wait
   - baremetal.capi.maas
   - baremetal.capi.attributes
 options:
@@ -41,9 +43,6 @@ options:
     description: The MaasCluster.
     type: str
     required: true
-  namespace:
-    description: The namespace. Defaults to O(store.namespace), then V(default).
-    type: str
   state:
     description: V(present) or V(absent).
     type: str
@@ -64,10 +63,10 @@ options:
     description: Seconds to wait.
     type: int
     default: 1800
-  poll:
+  wait_sleep:
     description: Seconds between polls.
     type: float
-    default: 2.0
+    default: 2
   workers:
     description: With O(state=absent), how many machines are deleted at the same time.
     type: int
@@ -132,21 +131,22 @@ machines:
 """
 
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import client as maas_client  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.maas import cluster as maas_cluster  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.maas import machine as maas_machine  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.maas import cluster_task  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import (  # noqa: E402
+    CapiModule,
+    namespace_argument_spec,
+    wait_argument_spec,
+)
 
 
 def main():
     module = CapiModule(
         argument_spec=dict(
             name=dict(type="str", required=True),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             state=dict(type="str", choices=["present", "absent"], default="present"),
-            wait=dict(type="bool", default=True),
+            **wait_argument_spec(),
             wait_for_api_server=dict(type="bool", default=False),
-            wait_timeout=dict(type="int", default=1800),
-            poll=dict(type="float", default=2.0),
             workers=dict(type="int", default=8),
             preferred_subnets=dict(type="list", elements="str"),
             workload_kubeconfig=dict(type="str", no_log=True),
@@ -156,49 +156,30 @@ def main():
     )
     p = module.params
     ns = p["namespace"] or module.namespace
-    timeout = p["wait_timeout"] if p["wait"] else None
     with module.errors():
-        client = maas_client.connect(module.maas_options())
-        mgr = maas_cluster.ClusterManager(
-            module.store, client, workload_kubeconfig=p["workload_kubeconfig"], subnets=p["preferred_subnets"]
-        )
-        if p["state"] == "absent":
-            machines = maas_machine.MachineManager(
-                module.store, client, workload_kubeconfig=p["workload_kubeconfig"], subnets=p["preferred_subnets"]
-            )
-            out = maas_cluster.teardown(
-                mgr,
-                machines,
-                p["name"],
-                ns,
-                check=module.check_mode,
-                wait=p["wait"],
-                timeout=timeout,
-                poll=p["poll"],
-                workers=p["workers"],
-            )
-            res = out["result"]
-            if res.failed or (p["wait"] and not module.check_mode and not res.done):
-                module.fail(f"MaasCluster {ns}/{p['name']}: {res.message}", machines=out["machines"])
-            module.exit(
-                res.changed,
-                before=out["before"],
-                after=None,
-                object=None,
-                message=res.message,
-                machines=out["machines"],
-            )
-        out = maas_cluster.reconcile(
-            mgr,
+        out = cluster_task.run(
+            module.store,
+            maas_client.connect(module.maas_options()),
             p["name"],
             ns,
+            state=p["state"],
+            workload_kubeconfig=p["workload_kubeconfig"],
+            subnets=p["preferred_subnets"],
             check=module.check_mode,
             wait=p["wait"],
-            timeout=timeout,
-            poll=p["poll"],
+            timeout=p["wait_timeout"] if p["wait"] else None,
+            poll=p["wait_sleep"],
+            workers=p["workers"],
             wait_for_api_server=p["wait_for_api_server"],
         )
     res = out["result"]
+    stuck = res.failed or (p["wait"] and not module.check_mode and not res.done)
+    if p["state"] == "absent":
+        if stuck:
+            module.fail(f"MaasCluster {ns}/{p['name']}: {res.message}", machines=out["machines"])
+        module.exit(
+            res.changed, before=out["before"], after=None, object=None, message=res.message, machines=out["machines"]
+        )
     result = dict(
         object=out["after"],
         dns_name=res.data.get("dnsName"),
@@ -206,7 +187,7 @@ def main():
         api_server_available=res.data.get("apiServerAvailable"),
         message=res.message,
     )
-    if res.failed or (p["wait"] and not module.check_mode and not res.done):
+    if stuck:
         module.fail(f"MaasCluster {ns}/{p['name']}: {res.message}", changed=res.changed, **result)
     module.exit(res.changed, before=out["before"], after=out["after"], **result)
 

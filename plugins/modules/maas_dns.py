@@ -27,6 +27,7 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
   - baremetal.capi.maas
   - baremetal.capi.attributes
 options:
@@ -34,9 +35,6 @@ options:
     description: The Cluster (its C(infrastructureRef) names the MaasCluster).
     type: str
     required: true
-  namespace:
-    description: The namespace. Defaults to O(store.namespace), then V(default).
-    type: str
   preferred_subnets:
     description:
       - CIDRs. When not given, the C(maas-preferred-subnet) ConfigMap (key C(preferredSubnets), comma-separated)
@@ -95,14 +93,14 @@ published_interface:
 
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import client as maas_client  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import dns  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule, namespace_argument_spec  # noqa: E402
 
 
 def main():
     module = CapiModule(
         argument_spec=dict(
             cluster=dict(type="str", required=True),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             preferred_subnets=dict(type="list", elements="str"),
         ),
         maas=True,

@@ -52,6 +52,8 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
+  - baremetal.capi.wait
   - baremetal.capi.maas
   - baremetal.capi.attributes
 options:
@@ -60,9 +62,6 @@ options:
     type: str
   cluster:
     description: Every MaasMachine of this Cluster (label C(cluster.x-k8s.io/cluster-name)).
-    type: str
-  namespace:
-    description: The namespace. Defaults to O(store.namespace), then V(default).
     type: str
   state:
     description: V(present) deploys, V(absent) releases and deletes.
@@ -93,10 +92,10 @@ options:
     description: Seconds to wait.
     type: int
     default: 1800
-  poll:
+  wait_sleep:
     description: Seconds between polls of a machine that is not done yet.
     type: float
-    default: 2.0
+    default: 2
   workers:
     description: How many machines are reconciled at the same time.
     type: int
@@ -193,7 +192,11 @@ dns:
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import batch  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import client as maas_client  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import machine as maas_machine  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import (  # noqa: E402
+    CapiModule,
+    namespace_argument_spec,
+    wait_argument_spec,
+)
 
 
 def main():
@@ -201,14 +204,12 @@ def main():
         argument_spec=dict(
             name=dict(type="str"),
             cluster=dict(type="str"),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             state=dict(type="str", choices=["present", "absent"], default="present"),
             disable_swap=dict(type="bool", default=True),
             preferred_subnets=dict(type="list", elements="str"),
             workload_kubeconfig=dict(type="str", no_log=True),
-            wait=dict(type="bool", default=True),
-            wait_timeout=dict(type="int", default=1800),
-            poll=dict(type="float", default=2.0),
+            **wait_argument_spec(),
             workers=dict(type="int", default=8),
         ),
         maas=True,
@@ -236,7 +237,7 @@ def main():
             check=module.check_mode,
             wait=p["wait"],
             timeout=p["wait_timeout"],
-            poll=p["poll"],
+            poll=p["wait_sleep"],
             workers=p["workers"],
         )
     failures = [f"MaasMachine {m['namespace']}/{m['name']}: {m['message']}" for m in out["machines"] if m["failed"]]

@@ -17,6 +17,7 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
   - baremetal.capi.maas
   - baremetal.capi.attributes.info_module
 options:
@@ -25,9 +26,6 @@ options:
     type: str
   cluster:
     description: Every MaasMachine of this Cluster.
-    type: str
-  namespace:
-    description: The namespace. Defaults to O(store.namespace), then V(default).
     type: str
   workers:
     description: How many MAAS machines are read at the same time.
@@ -81,7 +79,7 @@ machines:
 
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import client as maas_client  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import info  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule, namespace_argument_spec  # noqa: E402
 
 
 def main():
@@ -89,7 +87,7 @@ def main():
         argument_spec=dict(
             name=dict(type="str"),
             cluster=dict(type="str"),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             workers=dict(type="int", default=8),
         ),
         maas=True,

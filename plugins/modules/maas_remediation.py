@@ -34,6 +34,8 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
+  - baremetal.capi.wait
   - baremetal.capi.maas
 attributes:
   check_mode:
@@ -49,9 +51,6 @@ options:
     type: list
     elements: str
     required: true
-  namespace:
-    description: The namespace. Defaults to O(store.namespace), then V(default).
-    type: str
   state:
     description: V(present) remediates; V(absent) deletes the remediations.
     type: str
@@ -166,23 +165,29 @@ remediations:
       type: str
 """
 
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import (  # noqa: E402
+    CapiModule,
+    remediation_argument_spec,
+    remediation_arguments,
+)
 
 
 def main():
     from ansible_collections.baremetal.capi.plugins.module_utils.remediation import run
 
     module = CapiModule(
-        argument_spec=run.argument_spec(unhealthy_tag=dict(type="str", default="capi-unhealthy")),
+        argument_spec=remediation_argument_spec(unhealthy_tag=dict(type="str", default="capi-unhealthy")),
         maas=True,
         supports_check_mode=True,
     )
+    p = module.params
     with module.errors():
         from ansible_collections.baremetal.capi.plugins.module_utils.maas.client import connect
         from ansible_collections.baremetal.capi.plugins.module_utils.remediation.targets import MaasTarget
 
-        client = connect(module.maas_options())
-        run.run_module(module, MaasTarget(module.store, client, module.params["unhealthy_tag"]))
+        target = MaasTarget(module.store, connect(module.maas_options()), p["unhealthy_tag"])
+        results = run.remediate_machines(module.store, target, **remediation_arguments(p, module.namespace))
+    module.exit_results(results, "remediations", "remediation", p["wait"])
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
   - baremetal.capi.attributes
 options:
   name:
@@ -113,14 +114,14 @@ status:
   type: dict
 """
 
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule, namespace_argument_spec  # noqa: E402
 
 
 def main():
     module = CapiModule(
         argument_spec=dict(
             name=dict(type="str", required=True),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             workload_kubeconfig=dict(type="str", no_log=True),
         ),
         supports_check_mode=True,

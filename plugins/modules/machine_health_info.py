@@ -25,6 +25,7 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
   - baremetal.capi.attributes.INFO_MODULE
 options:
   health_check:
@@ -36,9 +37,6 @@ options:
     type: str
   cluster:
     description: Only the Machines of this Cluster.
-    type: str
-  namespace:
-    description: The namespace. Defaults to O(store.namespace), then V(default).
     type: str
   selector:
     description: A label selector the Machines must match (string, or C(matchLabels)/C(matchExpressions)).
@@ -125,7 +123,7 @@ remediation_template:
   type: str
 """
 
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule, namespace_argument_spec  # noqa: E402
 
 
 def main():
@@ -133,7 +131,7 @@ def main():
         argument_spec=dict(
             health_check=dict(type="str"),
             cluster=dict(type="str"),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             selector=dict(type="raw"),
             unhealthy_timeout=dict(type="int", default=300),
             unhealthy_node_conditions=dict(type="list", elements="dict"),

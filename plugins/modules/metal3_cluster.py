@@ -26,6 +26,8 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
+  - baremetal.capi.wait
   - baremetal.capi.attributes
 options:
   name:
@@ -124,15 +126,17 @@ machines_left:
   elements: str
 """
 
-from ansible_collections.baremetal.capi.plugins.module_utils import runner  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Timeout  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import cluster as m3cluster  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import (  # noqa: E402
+    CapiModule,
+    namespace_argument_spec,
+    wait_argument_spec,
+)
 
 
 def _definition(p, ns) -> dict | None:
-    if not p["control_plane_endpoint"]:
+    if p["state"] != "present" or not p["control_plane_endpoint"]:
         return None
     spec = {"controlPlaneEndpoint": dict(p["control_plane_endpoint"])}
     if p["cloud_provider_enabled"] is not None:
@@ -146,7 +150,7 @@ def main():
     module = CapiModule(
         argument_spec=dict(
             name=dict(type="str", required=True),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             control_plane_endpoint=dict(
                 type="dict",
                 options=dict(host=dict(type="str", required=True), port=dict(type="int", default=6443)),
@@ -156,60 +160,37 @@ def main():
             labels=dict(type="dict"),
             annotations=dict(type="dict"),
             state=dict(type="str", choices=["present", "absent"], default="present"),
-            wait=dict(type="bool", default=True),
-            wait_timeout=dict(type="int", default=600),
-            wait_sleep=dict(type="float", default=2),
+            **wait_argument_spec(timeout=600),
         ),
         supports_check_mode=True,
     )
     p = module.params
     ns = p["namespace"] or module.namespace
-    store = None
     with module.errors():
-        store = module.store
-        before = store.get("Metal3Cluster", p["name"], ns) if _exists(store, p["name"], ns) else None
-        changed = False
-        if p["state"] == "present":
-            definition = _definition(p, ns)
-            if definition is not None:
-                changed, _applied = m3cluster.apply(store, definition, check=module.check_mode)
-            elif before is None:
-                module.fail(f"Metal3Cluster {ns}/{p['name']} does not exist: control_plane_endpoint is required")
-            if module.check_mode and before is None:
-                module.exit(changed=True, before=None, after=definition, message="would be created")
-
-            def step(_key):
-                return m3cluster.reconcile(store, p["name"], ns, check=module.check_mode)
-
-        else:
-
-            def step(_key):
-                return m3cluster.remove(store, p["name"], ns, check=module.check_mode)
-
-        [res] = runner.run(
-            [p["name"]],
-            step,
-            wait=p["wait"] and not module.check_mode,
+        out = m3cluster.run_task(
+            module.store,
+            p["name"],
+            ns,
+            definition=_definition(p, ns),
+            state=p["state"],
+            check=module.check_mode,
+            wait=p["wait"],
             timeout=p["wait_timeout"],
             poll=p["wait_sleep"],
         )
-        after = store.get("Metal3Cluster", p["name"], ns) if _exists(store, p["name"], ns) else None
-        result = {"message": res.message, **{k: v for k, v in res.data.items() if k in ("cluster", "endpoint")}}
-        if res.data.get("machines_left"):
-            result["machines_left"] = res.data["machines_left"]
-        if res.failed:
-            module.fail(res.message, **result)
-        if p["wait"] and not res.done and not module.check_mode:
-            raise Timeout(f"Metal3Cluster {ns}/{p['name']}: {res.message}")
-        if after is not None:
-            result["metal3cluster"] = after
-        module.exit(changed=changed or res.changed or before != after, before=before, after=after, **result)
-
-
-def _exists(store, name, ns) -> bool:
-    from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
-
-    return refs.get_or_none(store, "Metal3Cluster", name, ns) is not None
+    res, before, after = out["result"], out["before"], out["after"]
+    if res is None:
+        module.exit(changed=True, before=None, after=after, message="would be created")
+    result = {"message": res.message, **{k: v for k, v in res.data.items() if k in ("cluster", "endpoint")}}
+    if res.data.get("machines_left"):
+        result["machines_left"] = res.data["machines_left"]
+    if res.failed:
+        module.fail(res.message, **result)
+    if p["wait"] and not res.done and not module.check_mode:
+        module.fail(f"Metal3Cluster {ns}/{p['name']}: {res.message}", error="Timeout")
+    if after is not None:
+        result["metal3cluster"] = after
+    module.exit(changed=out["changed"], before=before, after=after, **result)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
+  - baremetal.capi.wait
   - baremetal.capi.attributes
 options:
   metal3machine:
@@ -63,7 +65,7 @@ options:
     default: 300
   wait_sleep:
     description: Seconds between two attempts.
-    type: int
+    type: float
     default: 2
 """
 
@@ -134,19 +136,21 @@ from ansible_collections.baremetal.capi.plugins.module_utils.metal3.data import 
     secret_payload,
 )
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam import AllocationFailed  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import (  # noqa: E402
+    CapiModule,
+    namespace_argument_spec,
+    wait_argument_spec,
+)
 
 
 def main():
     module = CapiModule(
         argument_spec=dict(
             metal3machine=dict(type="str", required=True, aliases=["name"]),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             state=dict(type="str", choices=["present", "absent"], default="present"),
             bmh_name_based_preallocation=dict(type="bool", default=False),
-            wait=dict(type="bool", default=False),
-            wait_timeout=dict(type="int", default=300),
-            wait_sleep=dict(type="int", default=2),
+            **wait_argument_spec(wait=False, timeout=300),
         ),
         supports_check_mode=True,
     )

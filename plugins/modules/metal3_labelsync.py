@@ -24,6 +24,7 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -38,9 +39,6 @@ options:
     type: str
   cluster:
     description: The consumed hosts of this Cluster (label C(cluster.x-k8s.io/cluster-name)).
-    type: str
-  namespace:
-    description: The namespace. Defaults to O(store.namespace), then V(default).
     type: str
   workload_kubeconfig:
     description: A kubeconfig (path or text) for the workload cluster, instead of the C(<cluster>-kubeconfig) Secret.
@@ -94,7 +92,7 @@ hosts:
       type: str
 """
 
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule, namespace_argument_spec  # noqa: E402
 
 
 def main():
@@ -102,7 +100,7 @@ def main():
         argument_spec=dict(
             host=dict(type="str"),
             cluster=dict(type="str"),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             workload_kubeconfig=dict(type="str", no_log=True),
             workers=dict(type="int", default=8),
         ),

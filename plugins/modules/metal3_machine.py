@@ -38,7 +38,10 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
-  - baremetal.capi.attributes
+  - baremetal.capi.namespace
+  - baremetal.capi.wait
+  - baremetal.capi.host_driver
+  - baremetal.capi.attributes.no_diff
 options:
   name:
     description: One Metal3Machine. Mutually exclusive with O(names) and O(cluster).
@@ -50,9 +53,6 @@ options:
   cluster:
     description:
       - Every Metal3Machine of this Cluster (named by its Machines, or labelled with C(cluster.x-k8s.io/cluster-name)).
-    type: str
-  namespace:
-    description: The namespace. Defaults to O(store.namespace), then V(default).
     type: str
   state:
     description: V(present) provisions; V(absent) deletes.
@@ -67,12 +67,6 @@ options:
     type: str
     choices: [ironic, external]
     default: ironic
-  host_driver_options:
-    description:
-      - Options of the host driver - for V(ironic) C(cloud) (a clouds.yaml entry; falls back to E(OS_CLOUD)) or
-        C(ironic_url), and C(poll).
-    type: dict
-    default: {}
   workload_kubeconfig:
     description:
       - A kubeconfig (path or text) for the workload cluster's API, instead of the C(<cluster>-kubeconfig) Secret.
@@ -167,7 +161,12 @@ machines:
       type: dict
 """
 
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import (  # noqa: E402
+    CapiModule,
+    host_driver_argument_spec,
+    namespace_argument_spec,
+    wait_argument_spec,
+)
 
 
 def main():
@@ -176,15 +175,12 @@ def main():
             name=dict(type="str"),
             names=dict(type="list", elements="str"),
             cluster=dict(type="str"),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             state=dict(type="str", choices=["present", "absent"], default="present"),
-            host_driver=dict(type="str", choices=["ironic", "external"], default="ironic"),
-            host_driver_options=dict(type="dict", default={}),
+            **host_driver_argument_spec(),
             workload_kubeconfig=dict(type="str", no_log=True),
-            wait=dict(type="bool", default=True),
+            **wait_argument_spec(),
             wait_for=dict(type="str", choices=["running", "provisioned"], default="running"),
-            wait_timeout=dict(type="int", default=1800),
-            wait_sleep=dict(type="float", default=2),
             no_host_retry=dict(type="float", default=30),
             workers=dict(type="int", default=8),
         ),

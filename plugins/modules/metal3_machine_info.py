@@ -18,6 +18,7 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
   - baremetal.capi.attributes.INFO_MODULE
 options:
   name:
@@ -25,9 +26,6 @@ options:
     type: str
   cluster:
     description: The Metal3Machines of this Cluster.
-    type: str
-  namespace:
-    description: The namespace. Defaults to O(store.namespace), then V(default).
     type: str
 """
 
@@ -102,7 +100,7 @@ machines:
       type: dict
 """
 
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule, namespace_argument_spec  # noqa: E402
 
 
 def describe(store, m3m: dict) -> dict:
@@ -140,7 +138,7 @@ def describe(store, m3m: dict) -> dict:
 
 def main():
     module = CapiModule(
-        argument_spec=dict(name=dict(type="str"), cluster=dict(type="str"), namespace=dict(type="str")),
+        argument_spec=dict(name=dict(type="str"), cluster=dict(type="str"), **namespace_argument_spec()),
         mutually_exclusive=[("name", "cluster")],
         supports_check_mode=True,
     )

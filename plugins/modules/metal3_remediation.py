@@ -37,6 +37,9 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
+  - baremetal.capi.wait
+  - baremetal.capi.host_driver
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -51,9 +54,6 @@ options:
     type: list
     elements: str
     required: true
-  namespace:
-    description: The namespace. Defaults to O(store.namespace), then V(default).
-    type: str
   state:
     description: V(present) remediates; V(absent) deletes the remediations.
     type: str
@@ -187,18 +187,19 @@ remediations:
       type: bool
 """
 
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.module import (  # noqa: E402
+    CapiModule,
+    host_driver_argument_spec,
+    remediation_argument_spec,
+    remediation_arguments,
+)
 
 
 def main():
     from ansible_collections.baremetal.capi.plugins.module_utils.remediation import run
 
     module = CapiModule(
-        argument_spec=run.argument_spec(
-            template=dict(type="str"),
-            host_driver=dict(type="str", choices=["ironic", "external"], default="ironic"),
-            host_driver_options=dict(type="dict", default={}),
-        ),
+        argument_spec=remediation_argument_spec(template=dict(type="str"), **host_driver_argument_spec()),
         mutually_exclusive=[("template", "strategy")],
         supports_check_mode=True,
     )
@@ -209,9 +210,12 @@ def main():
 
         driver = get_driver(p["host_driver"], p["host_driver_options"])
         try:
-            run.run_module(module, Metal3Target(module.store, driver), template=p["template"])
+            target = Metal3Target(module.store, driver)
+            args = remediation_arguments(p, module.namespace)
+            results = run.remediate_machines(module.store, target, template=p["template"], **args)
         finally:
             driver.close()
+    module.exit_results(results, "remediations", "remediation", p["wait"])
 
 
 if __name__ == "__main__":

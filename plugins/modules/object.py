@@ -28,6 +28,8 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
+  - baremetal.capi.wait
   - baremetal.capi.attributes
 options:
   definition:
@@ -98,7 +100,7 @@ options:
   wait_sleep:
     description:
       - Seconds between two reads while waiting.
-    type: int
+    type: float
     default: 2
 notes:
   - Objects are validated as the API server would (names, labels, annotations, finalizers, owner references)
@@ -196,7 +198,11 @@ method:
 """
 
 from ansible_collections.baremetal.capi.plugins.module_utils import objects  # noqa: E402 (imports follow the docs in a module)
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402 (imports follow the docs in a module)
+from ansible_collections.baremetal.capi.plugins.module_utils.module import (  # noqa: E402 (imports follow the docs in a module)
+    CapiModule,
+    namespace_argument_spec,
+    wait_argument_spec,
+)
 
 
 def main():
@@ -206,16 +212,14 @@ def main():
             api_version=dict(type="str"),
             kind=dict(type="str"),
             name=dict(type="str"),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             labels=dict(type="dict"),
             annotations=dict(type="dict"),
             spec=dict(type="dict"),
             status=dict(type="dict"),
             state=dict(type="str", choices=["present", "absent"], default="present"),
             force=dict(type="bool", default=False),
-            wait=dict(type="bool", default=False),
-            wait_timeout=dict(type="int", default=300),
-            wait_sleep=dict(type="int", default=2),
+            **wait_argument_spec(wait=False, timeout=300),
         ),
         supports_check_mode=True,
     )

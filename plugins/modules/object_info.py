@@ -16,6 +16,7 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.namespace
   - baremetal.capi.attributes.info_module
 options:
   kind:
@@ -105,7 +106,7 @@ objects:
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound  # noqa: E402 (imports follow the docs in a module)
 from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds  # noqa: E402 (imports follow the docs in a module)
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule, mask  # noqa: E402 (imports follow the docs in a module)
+from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule, mask, namespace_argument_spec  # noqa: E402 (imports follow the docs in a module)
 
 
 def selector(value):
@@ -121,7 +122,7 @@ def main():
             kind=dict(type="str", required=True),
             api_version=dict(type="str"),
             name=dict(type="str"),
-            namespace=dict(type="str"),
+            **namespace_argument_spec(),
             label_selector=dict(type="raw"),
             reveal_secrets=dict(type="bool", default=False),
         ),

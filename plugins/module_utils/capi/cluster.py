@@ -16,11 +16,9 @@ from __future__ import annotations
 import copy
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import failure_domains, refs
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
-
-_ATTEMPTS = 20
+from ansible_collections.baremetal.capi.plugins.module_utils.store import mutate as rmw
 
 
 def infra_cluster_provisioned(infra: dict | None) -> bool:
@@ -93,22 +91,21 @@ def reconcile(store, cluster: dict, *, clock=None, check: bool = False) -> Step:
     Many machines reconcile one Cluster at the same time: a write that loses
     (Conflict) reads the Cluster again and recomputes.
     """
-    ns = meta.namespace(cluster)
-    for attempt in range(_ATTEMPTS):
-        if attempt:
-            cluster = store.get("Cluster", meta.name(cluster), ns)
-        infra = refs.get_ref(store, (cluster.get("spec") or {}).get("infrastructureRef"), ns)
-        try:
-            if infra is not None:
-                infra = _own_infra(store, cluster, infra, check)
-            after = copy.deepcopy(cluster)
-            changed = apply_infrastructure(after, infra, clock=clock)
-            if changed and not check:
-                refs.write(store, cluster, after)
-            break
-        except Conflict:
-            if attempt == _ATTEMPTS - 1:
-                raise
+    ns, name = meta.namespace(cluster), meta.name(cluster)
+    first = [cluster]  # the caller's copy for the first attempt, the stored one after a Conflict
+
+    def attempt():
+        current = first.pop() if first else store.get("Cluster", name, ns)
+        infra = refs.get_ref(store, (current.get("spec") or {}).get("infrastructureRef"), ns)
+        if infra is not None:
+            infra = _own_infra(store, current, infra, check)
+        after = copy.deepcopy(current)
+        changed = apply_infrastructure(after, infra, clock=clock)
+        if changed and not check:
+            refs.write(store, current, after)
+        return after, changed
+
+    after, changed = rmw.on_conflict(attempt, what=f"Cluster {ns}/{name}")
     done = bool(after["status"]["initialization"].get("infrastructureProvisioned"))
     message = "infrastructure provisioned" if done else "waiting for the infrastructure cluster to be provisioned"
     return Step(done=done, changed=changed, message=message, data={"cluster": after})

@@ -13,24 +13,6 @@ import re
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 
-# The options of the task besides ``store`` and the MAAS connection (module.py adds those).
-ARGUMENT_SPEC = dict(
-    cluster=dict(type="str", required=True),
-    namespace=dict(type="str"),
-    provider=dict(type="str", choices=["metal3", "maas"]),
-    host_driver=dict(type="str", choices=["ironic", "external"], default="ironic"),
-    host_driver_options=dict(type="dict", default={}),
-    disable_swap=dict(type="bool", default=True),
-    workload_kubeconfig=dict(type="str", no_log=True),
-    token_ttl=dict(type="int", default=14400, no_log=False),
-    user_data_template=dict(type="str"),
-    wait=dict(type="bool", default=True),
-    wait_timeout=dict(type="int", default=1800),
-    wait_sleep=dict(type="float", default=2),
-    workers=dict(type="int", default=8),
-    stop_when=dict(type="str", choices=["converged", "control_plane_deployed"], default="converged"),
-)
-
 _INFRA = {"metal3": "Metal3Machine", "maas": "MaasMachine"}
 _CLUSTER_KIND = {"Metal3Cluster": "metal3", "MaasCluster": "maas"}
 # What a provider step says once the first control-plane machine is up (MAAS: its address is in the DNS

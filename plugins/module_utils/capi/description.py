@@ -241,13 +241,7 @@ def check(desc) -> None:
     _pool(desc, cp, "control_plane", provider)
     seen: dict = {}
     for i, pool in enumerate(desc.get("workers") or []):
-        field = f"workers[{i}]"
-        if not pool.get("name"):
-            fail("is required", f"{field}.name")
-        dns_label(pool["name"], f"{field}.name", "pool name")
-        if pool["name"] in seen:
-            fail(f"duplicate pool name {pool['name']!r} (also workers[{seen[pool['name']]}])", f"{field}.name")
-        seen[pool["name"]] = i
+        field = _named_entry(seen, pool, "workers", i, "pool name", "pool name")
         if pool.get("deletion_order") is not None and pool["deletion_order"] not in DELETION_ORDERS:
             fail(
                 f"must be one of {', '.join(DELETION_ORDERS)}, got {pool['deletion_order']!r}",
@@ -306,16 +300,23 @@ def _worker_rollout(pool: dict, field: str) -> None:
         _int_or_percent(pool["remediation_max_in_flight"], f"{field}.remediation_max_in_flight")
 
 
+def _named_entry(seen: dict, entry: dict, list_field: str, i: int, label: str, noun: str) -> str:
+    """``<list_field>[i].name``: required, a DNS label, unique in the list (``seen``: name -> index). Returns
+    the entry's field path."""
+    field = f"{list_field}[{i}]"
+    if not entry.get("name"):
+        fail("is required", f"{field}.name")
+    dns_label(entry["name"], f"{field}.name", label)
+    if entry["name"] in seen:
+        fail(f"duplicate {noun} {entry['name']!r} (also {list_field}[{seen[entry['name']]}])", f"{field}.name")
+    seen[entry["name"]] = i
+    return field
+
+
 def _addons(addons: list) -> None:
     seen: dict = {}
     for i, addon in enumerate(addons):
-        field = f"addons[{i}]"
-        if not addon.get("name"):
-            fail("is required", f"{field}.name")
-        dns_label(addon["name"], f"{field}.name", "add-on name")
-        if addon["name"] in seen:
-            fail(f"duplicate add-on {addon['name']!r} (also addons[{seen[addon['name']]}])", f"{field}.name")
-        seen[addon["name"]] = i
+        field = _named_entry(seen, addon, "addons", i, "add-on name", "add-on")
         strategy = addon.get("strategy") or "ApplyOnce"
         if strategy not in ADDON_STRATEGIES:
             fail(f"must be one of {', '.join(ADDON_STRATEGIES)}, got {strategy!r}", f"{field}.strategy")

@@ -37,14 +37,14 @@ datetime (tests inject it).
 
 from __future__ import annotations
 
-import copy
 import datetime
 import json
 from dataclasses import dataclass, field
 
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Conflict, Invalid, NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, convert, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
+from ansible_collections.baremetal.capi.plugins.module_utils.store import mutate as rmw
 
 MSG_REPLICAS = "KubeadmControlPlane can't remediate if current replicas are less or equal to 1"
 MSG_PROVISIONING = (
@@ -312,24 +312,15 @@ def check_retry_limits(kcp: dict, victim: dict, now: datetime.datetime) -> tuple
 
 
 def _write_machine(store, machine: dict, mutate, status: bool) -> None:
-    for _attempt in range(10):
-        after = copy.deepcopy(machine)
-        if not mutate(after):
-            return
-        try:
-            (store.update_status if status else store.update)(after)
-            return
-        except Conflict:
-            machine = store.get("Machine", meta.name(machine), meta.namespace(machine))
-        except NotFound:
-            return
+    """``mutate(machine) -> bool`` on the stored Machine (its status with ``status``); a Machine gone is left."""
+    rmw.mutate(store, "Machine", meta.name(machine), meta.namespace(machine), mutate, status=status, missing_ok=True)
 
 
 def _write_kcp(store, kcp: dict, annotations: dict, last: dict | None) -> dict:
     """Set (value) or drop (None) KCP annotations, then status.lastRemediation; returns the stored KCP."""
     ns, name = meta.namespace(kcp), meta.name(kcp)
-    for _attempt in range(10):
-        fresh = store.get("KubeadmControlPlane", name, ns)
+
+    def annotate(fresh: dict) -> bool:
         ann = fresh["metadata"].setdefault("annotations", {})
         before = dict(ann)
         for key, value in annotations.items():
@@ -337,16 +328,18 @@ def _write_kcp(store, kcp: dict, annotations: dict, last: dict | None) -> dict:
                 ann.pop(key, None)
             else:
                 ann[key] = value
-        try:
-            if ann != before:
-                fresh = store.update(fresh)
-            if last is not None and (fresh.get("status") or {}).get("lastRemediation") != last:
-                fresh.setdefault("status", {})["lastRemediation"] = last
-                fresh = store.update_status(fresh)
-            return fresh
-        except Conflict:
-            continue
-    raise Conflict(f"KubeadmControlPlane {ns}/{name} kept changing while its remediation was recorded")
+        return ann != before
+
+    def record(fresh: dict) -> bool:
+        if (fresh.get("status") or {}).get("lastRemediation") == last:
+            return False
+        fresh.setdefault("status", {})["lastRemediation"] = last
+        return True
+
+    fresh = rmw.mutate(store, "KubeadmControlPlane", name, ns, annotate)
+    if last is not None:
+        fresh = rmw.mutate(store, "KubeadmControlPlane", name, ns, record, status=True)
+    return fresh
 
 
 def _last_remediation(data: dict) -> dict:

@@ -62,7 +62,7 @@ import json
 from typing import Protocol
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound
-from ansible_collections.baremetal.capi.plugins.module_utils.model import names
+from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 
 KIND = "BareMetalHost"
@@ -101,6 +101,17 @@ def read(store, bmh: dict) -> dict | None:
         return store.get(KIND, name, ns)
     except NotFound:
         return None
+
+
+def start_delete(store, bmh) -> tuple[dict | None, bool]:
+    """Delete the BareMetalHost unless it is deleting already: (the host as it stands now, None once it is gone;
+    whether this call asked for the deletion). Both drivers then wait on its finalizers their own way."""
+    host = read(store, bmh)
+    if host is None or meta.is_deleting(host):
+        return host, False
+    ns, name = key(host)
+    store.delete(KIND, name, ns)
+    return read(store, host), True
 
 
 def key(bmh) -> tuple[str, str]:

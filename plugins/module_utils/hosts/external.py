@@ -11,7 +11,6 @@ the store to delete and waits for whoever holds the finalizer to let go.
 from __future__ import annotations
 
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base
-from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 
 
@@ -35,16 +34,10 @@ class ExternalDriver:
         return Step(done=False, message=msg, requeue_after=self.poll, data={"host": info})
 
     def delete(self, store, bmh) -> Step:
-        host = base.read(store, bmh)
+        host, changed = base.start_delete(store, bmh)
         if host is None:
-            return Step(done=True, message="host is gone", data={"host": base.summary(None)})
-        changed = False
-        if not meta.is_deleting(host):
-            ns, name = base.key(host)
-            store.delete(base.KIND, name, ns)
-            changed = True
-            if base.read(store, host) is None:
-                return Step(done=True, changed=True, message="host deleted", data={"host": base.summary(None)})
+            message = "host deleted" if changed else "host is gone"
+            return Step(done=True, changed=changed, message=message, data={"host": base.summary(None)})
         return Step(
             done=False,
             changed=changed,

@@ -208,15 +208,10 @@ class IronicDriver:
         )
 
     def delete(self, store, bmh) -> Step:
-        host = base.read(store, bmh)
+        host, changed = base.start_delete(store, bmh)
         if host is None:
-            return Step(done=True, message="host is gone", data={"host": base.summary(None)})
-        changed = False
-        if not meta.is_deleting(host):
-            ns, name = base.key(host)
-            if store.delete(base.KIND, name, ns) is None:
-                return Step(done=True, changed=True, message="host deleted", data={"host": base.summary(None)})
-            changed = True
+            message = "host deleted" if changed else "host is gone"
+            return Step(done=True, changed=changed, message=message, data={"host": base.summary(None)})
         step = self.reconcile(store, host)
         step.changed = step.changed or changed
         if not step.done:

@@ -22,9 +22,10 @@ import copy
 import random
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, NoHostAvailable, Requeue
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import NoHostAvailable, Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base as hosts
 from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, names, selectors
+from ansible_collections.baremetal.capi.plugins.module_utils.store import mutate as rmw
 
 NO_HOST = "No available host found"
 # How many times one claim is retried after losing a race before the step gives up for now.
@@ -227,7 +228,8 @@ def claim(store, m3m: dict, machine: dict, *, prepare=None, check: bool = False,
     list and choose again.
     """
     cluster_name = machine["spec"]["clusterName"]
-    for _attempt in range(CLAIM_ATTEMPTS):
+
+    def attempt():
         host, reason = _choose(store, m3m, machine, rng, exclude)
         if host is None:
             raise reason
@@ -239,8 +241,6 @@ def claim(store, m3m: dict, machine: dict, *, prepare=None, check: bool = False,
         if new == host:
             return host, reason
         new.pop("status", None)
-        try:
-            return store.update(new), reason
-        except Conflict:
-            continue
-    raise Requeue("lost the race for a host several times in a row; choosing again", after=0.2, obj=meta.ref(m3m))
+        return store.update(new), reason
+
+    return rmw.on_conflict(attempt, what="the host chosen", attempts=CLAIM_ATTEMPTS, after=0.2, obj=meta.ref(m3m))

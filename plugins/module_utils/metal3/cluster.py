@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 
+from ansible_collections.baremetal.capi.plugins.module_utils import runner
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import cluster as capi_cluster
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound, Requeue
@@ -204,3 +205,47 @@ def remove(store, name: str, ns: str, *, check: bool = False, clock=None) -> Ste
     step = delete_step(store, m3c, check=check, clock=clock)
     step.changed = True
     return step
+
+
+def run_task(
+    store,
+    name: str,
+    ns: str,
+    *,
+    definition: dict | None = None,
+    state: str = "present",
+    check: bool = False,
+    wait: bool = True,
+    timeout: float = 600,
+    poll: float = 2,
+) -> dict:
+    """One metal3_cluster task: apply ``definition`` and reconcile, or remove, until done with ``wait``.
+
+    Returns ``{changed, before, after, result}`` (``result`` the runner.Result; None in check mode for a
+    Metal3Cluster that does not exist yet, ``after`` then being what would be created).
+    """
+    before = refs.get_or_none(store, "Metal3Cluster", name, ns)
+    changed = False
+    if state == "present":
+        if definition is not None:
+            changed, _applied = apply(store, definition, check=check)
+        elif before is None:
+            raise Invalid(
+                "the Metal3Cluster does not exist and no control_plane_endpoint is given to create it",
+                obj=f"Metal3Cluster {ns}/{name}",
+                field="control_plane_endpoint",
+            )
+        if check and before is None:
+            return {"changed": True, "before": None, "after": definition, "result": None}
+
+        def step(_key):
+            return reconcile(store, name, ns, check=check)
+
+    else:
+
+        def step(_key):
+            return remove(store, name, ns, check=check)
+
+    [res] = runner.run([name], step, wait=wait and not check, timeout=timeout, poll=poll)
+    after = refs.get_or_none(store, "Metal3Cluster", name, ns)
+    return {"changed": changed or res.changed or before != after, "before": before, "after": after, "result": res}

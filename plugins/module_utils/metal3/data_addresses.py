@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import AlreadyExists, Invalid, NotFound, Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import render
-from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam import AllocationFailed, retry_conflicts
+from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam import AllocationFailed
 from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, names
+from ansible_collections.baremetal.capi.plugins.module_utils.store import mutate as rmw
 
 
 def get(store, kind, name, ns):
@@ -23,14 +24,7 @@ def get(store, kind, name, ns):
 
 def update(store, kind, name, ns, change, status=False):
     """Re-read, apply ``change(obj)`` (returns True if it changed anything), write; retry on Conflict."""
-
-    def attempt():
-        cur = store.get(kind, name, ns)
-        if not change(cur):
-            return cur
-        return store.update_status(cur) if status else store.update(cur)
-
-    return retry_conflicts(attempt)
+    return rmw.mutate(store, kind, name, ns, change, status=status)
 
 
 class AddressesMixin:

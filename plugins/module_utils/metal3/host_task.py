@@ -21,7 +21,7 @@ def run(p: dict, store, ns_default: str, check: bool, progress=None) -> dict:
     entries = p["hosts"] if p["hosts"] is not None else [{k: p[k] for k in HOST_OPTIONS}]
     present = p["state"] == "present"
     # options are checked before anything is written (the driver connects only when used)
-    options = {"poll": p["poll"]}
+    options = {"poll": p["wait_sleep"]}
     if p["host_driver"] == "ironic":
         options.update({k: p[k] for k in ("cloud", "ironic_url", "boot_iso") if p[k]})
     driver = drivers.get_driver(p["host_driver"], options)

@@ -35,12 +35,13 @@ from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import ipadd
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam_capi import CapiClaimsMixin
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam_cursor import Cursor
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam_pools import (
+    ATTEMPTS,
     PoolsMixin,
     _now,
     address_name,
-    retry_conflicts,
 )
 from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, names
+from ansible_collections.baremetal.capi.plugins.module_utils.store import mutate as rmw
 
 # Upstream's messages, verbatim ("bond" is upstream's spelling).
 EXHAUSTED = "Exhausted IP Pools"
@@ -150,13 +151,7 @@ class IPAM(PoolsMixin, CapiClaimsMixin):
 
         ckind, finalizer = claim_kind(claim)
 
-        def add_finalizer():
-            cur = self.store.get(ckind, meta.name(claim), ns)
-            if meta.add_finalizer(cur, finalizer):
-                cur = self.store.update(cur)
-            return cur
-
-        claim = retry_conflicts(add_finalizer)
+        claim = rmw.mutate(self.store, ckind, meta.name(claim), ns, lambda cur: meta.add_finalizer(cur, finalizer))
         try:  # the pool as it is now: its allocation record and whether it is being deleted
             pool = self.store.get("IPPool", meta.name(pool), meta.namespace(pool))
         except NotFound:
@@ -219,7 +214,7 @@ class IPAM(PoolsMixin, CapiClaimsMixin):
             self.store.update_status(cur)
 
         try:
-            retry_conflicts(attempt)
+            rmw.on_conflict(attempt, what=f"IPPool {ns}/{name}", attempts=ATTEMPTS)
         except NotFound:
             pass
 
@@ -467,13 +462,8 @@ class IPAM(PoolsMixin, CapiClaimsMixin):
         kind = kinds.CAPI_IPADDRESS if capi else kinds.M3_IPADDRESS
         finalizer = names.CAPI_IPADDRESS_FINALIZER if capi else names.IPADDRESS_FINALIZER
 
-        def drop():
-            cur = self.store.get(kind, nm, ns)
-            if meta.remove_finalizer(cur, finalizer):
-                self.store.update(cur)
-
         try:
-            retry_conflicts(drop)
+            rmw.mutate(self.store, kind, nm, ns, lambda cur: meta.remove_finalizer(cur, finalizer))
             self.store.delete(kind, nm, ns)
         except NotFound:
             pass
@@ -516,7 +506,7 @@ class IPAM(PoolsMixin, CapiClaimsMixin):
             return False
 
         try:
-            changed = retry_conflicts(drop) or changed
+            changed = rmw.on_conflict(drop, what=f"{ckind} {ns}/{meta.name(claim)}") or changed
         except NotFound:
             pass
         return changed

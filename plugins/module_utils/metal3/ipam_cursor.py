@@ -20,9 +20,10 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import AlreadyExists, Conflict, NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import AlreadyExists, Conflict, NotFound, Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import ipaddr
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
+from ansible_collections.baremetal.capi.plugins.module_utils.store import mutate as rmw
 
 CURSOR_SUFFIX = "-ipam-cursor"
 _RETRIES = 50
@@ -121,7 +122,7 @@ class Cursor:
             pass
 
     def released(self, idx: int) -> None:
-        for _attempt in range(_RETRIES):
+        def attempt():
             state, seen = self.read()
             if seen is None:
                 return  # no cursor yet: the next allocation starts at 0
@@ -130,8 +131,10 @@ class Cursor:
                 state["free"] = _add(state["free"], idx)
             try:
                 self._write(state, seen)
-                return
-            except Conflict:
-                continue
             except NotFound:
                 return
+
+        try:
+            rmw.on_conflict(attempt, what="the IPPool's allocation cursor", attempts=_RETRIES)
+        except Requeue:
+            pass  # the cursor is a hint: an allocation that finds it stale scans the pool

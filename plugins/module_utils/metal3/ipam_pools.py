@@ -7,27 +7,19 @@ from every IPAddress naming the pool).
 
 from __future__ import annotations
 
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, Invalid, NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import ipaddr
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, kinds, meta, names
+from ansible_collections.baremetal.capi.plugins.module_utils.store import mutate as rmw
 
 PROVIDER_LABEL = "cluster.x-k8s.io/provider"
 PROVIDER_VALUE = "ipam-metal3"
-_RETRIES = 50
+# Many claims write one pool's status.indexes at once: more attempts than store/mutate.py's default.
+ATTEMPTS = 50
 
 
 def _now() -> str:
     return conditions.now_rfc3339()
-
-
-def retry_conflicts(fn):
-    """Run ``fn`` again on Conflict (optimistic concurrency: re-read and retry)."""
-    for _attempt in range(_RETRIES):
-        try:
-            return fn()
-        except Conflict:
-            continue
-    return fn()
 
 
 def address_name(pool: dict, ip: str) -> str:
@@ -145,7 +137,7 @@ class PoolsMixin:
                 new = self.store.update_status(new)
             return new
 
-        return retry_conflicts(attempt)
+        return rmw.on_conflict(attempt, what=f"IPPool {meta.namespace(pool)}/{meta.name(pool)}", attempts=ATTEMPTS)
 
     def allocations(self, pool: dict) -> dict:
         """{ip: claim name} of every IPAddress (Metal3 and CAPI) naming the pool."""
@@ -198,13 +190,11 @@ class PoolsMixin:
             return True
         self.store.delete("IPPool", name, namespace)
 
-        def drop():
-            cur = self.store.get("IPPool", name, namespace)
-            meta.remove_finalizer(cur, names.IPPOOL_FINALIZER)
-            self.store.update(cur)
+        def drop(cur: dict) -> bool:
+            return meta.remove_finalizer(cur, names.IPPOOL_FINALIZER)
 
         try:
-            retry_conflicts(drop)
+            rmw.mutate(self.store, "IPPool", name, namespace, drop)
         except NotFound:
             pass
         return True

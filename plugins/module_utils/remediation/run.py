@@ -103,54 +103,17 @@ def remediate(
     return runner.run(machines, step, wait=wait and not check, timeout=timeout, poll=poll, workers=workers)
 
 
-def argument_spec(**extra) -> dict:
-    """The options of metal3_remediation and maas_remediation, plus the provider's own."""
-    spec = dict(
-        machines=dict(type="list", elements="str", required=True),
-        namespace=dict(type="str"),
-        state=dict(type="str", choices=["present", "absent"], default="present"),
-        strategy=dict(
-            type="dict",
-            options=dict(
-                type=dict(type="str", default="Reboot"),
-                retryLimit=dict(type="int"),
-                timeoutSeconds=dict(type="int"),
-            ),
-        ),
-        force=dict(type="bool", default=False),
-        fencing=dict(type="str", choices=["auto", "taint", "delete"], default="auto"),
-        workload_kubeconfig=dict(type="str", no_log=True),
-        wait=dict(type="bool", default=True),
-        wait_timeout=dict(type="int", default=1800),
-        wait_sleep=dict(type="float", default=2),
-        workers=dict(type="int", default=8),
-    )
-    spec.update(extra)
-    return spec
-
-
-def run_module(module, target, template: str | None = None) -> None:
-    """Remediate the module's machines through ``target`` and exit the module with the report."""
-    p = module.params
-    rem = reboot.Remediator(
-        module.store,
-        target,
-        fencing_mode=p["fencing"],
-        workload_kubeconfig=p["workload_kubeconfig"],
-        poll=p["wait_sleep"],
-    )
-    results = remediate(
-        rem,
-        p["machines"],
-        p["namespace"] or module.namespace,
-        state=p["state"],
-        strategy={k: v for k, v in (p["strategy"] or {}).items() if v is not None},
-        template=template,
-        force=p["force"],
-        check=module.check_mode,
-        wait=p["wait"],
-        timeout=p["wait_timeout"],
-        poll=p["wait_sleep"],
-        workers=p["workers"],
-    )
-    module.exit_results(results, "remediations", "remediation", p["wait"])
+def remediate_machines(
+    store,
+    target,
+    machines: list[str],
+    ns: str,
+    *,
+    fencing: str = "auto",
+    workload_kubeconfig: str | None = None,
+    poll: float = 2,
+    **options,
+) -> list[runner.Result]:
+    """Remediate ``machines`` through ``target`` (remediation/targets.py); ``options`` as :func:`remediate`."""
+    rem = reboot.Remediator(store, target, fencing_mode=fencing, workload_kubeconfig=workload_kubeconfig, poll=poll)
+    return remediate(rem, machines, ns, poll=poll, **options)

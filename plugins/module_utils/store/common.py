@@ -30,6 +30,28 @@ def merge_string_data(obj: dict) -> None:
         obj["data"] = data
 
 
+def creatable(obj: dict):
+    """A copy of an object about to be created, and its Kind (validated as the API server would)."""
+    obj = copy.deepcopy(obj)
+    k = meta.validate_object(obj, for_create=True)
+    if obj["metadata"].get("resourceVersion"):
+        raise Invalid(
+            "resourceVersion should not be set on objects to be created",
+            obj=meta.ref(obj),
+            field="metadata.resourceVersion",
+        )
+    return obj, k
+
+
+def updatable(obj: dict, status: bool):
+    """The Kind of an object about to be updated (validated as the API server would); ``status``: its status
+    subresource, which the kind must have."""
+    k = meta.validate_object(obj, for_create=False)
+    if status and not k.status_subresource:
+        raise Invalid(f"{k.kind} has no status subresource", obj=meta.ref(obj), field="status")
+    return k
+
+
 def conflict(kind, name) -> Conflict:
     return Conflict(
         f'Operation cannot be fulfilled on {kind.plural}.{kind.group or "core"} "{name}": the object has been '

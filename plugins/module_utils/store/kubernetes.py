@@ -10,15 +10,13 @@ background (callers poll, as the protocol says).  Requests go through the
 so no discovery round trips are paid per process.
 
 Connection options fall back to the variables AWX's Kubernetes credential
-injects, as kubernetes.core does: K8S_AUTH_KUBECONFIG, K8S_AUTH_CONTEXT,
-K8S_AUTH_HOST, K8S_AUTH_API_KEY, K8S_AUTH_SSL_CA_CERT, K8S_AUTH_VERIFY_SSL.
+injects, as kubernetes.core does (store/options.py: K8S_AUTH_KUBECONFIG, ...).
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import os
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     AlreadyExists,
@@ -30,7 +28,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     StoreUnavailable,
 )
 from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, selectors
-from ansible_collections.baremetal.capi.plugins.module_utils.store import common, retry
+from ansible_collections.baremetal.capi.plugins.module_utils.store import common, options, retry
 
 try:
     import urllib3
@@ -44,14 +42,6 @@ try:
 except ImportError:  # reported when the store is opened
     HAS_KUBERNETES = False
 
-ENV = {
-    "kubeconfig": "K8S_AUTH_KUBECONFIG",
-    "context": "K8S_AUTH_CONTEXT",
-    "host": "K8S_AUTH_HOST",
-    "api_key": "K8S_AUTH_API_KEY",
-    "ca_cert": "K8S_AUTH_SSL_CA_CERT",
-    "validate_certs": "K8S_AUTH_VERIFY_SSL",
-}
 # (connect, read) seconds: a hung API server fails the call instead of the playbook hanging.
 TIMEOUT = (10, 120)
 # Objects per page of a list (kubectl's default chunk size).
@@ -59,12 +49,6 @@ LIST_PAGE = 500
 # Selector operators the API server's string form takes; gt/lt are applied here.
 _SERVER_OPERATORS = {selectors.IN, selectors.NOT_IN, selectors.EXISTS, selectors.NOT_EXISTS, selectors.EQUALS}
 _SERVER_OPERATORS.add(selectors.NOT_EQUALS)
-
-
-def _truthy(value) -> bool:
-    if isinstance(value, bool):
-        return value
-    return str(value).strip().lower() in ("1", "true", "yes", "on", "y")
 
 
 class _NoDiscovery:
@@ -79,8 +63,7 @@ def api_client(kubeconfig=None, context=None, host=None, api_key=None, ca_cert=N
     if not HAS_KUBERNETES:
         raise StoreUnavailable("the kubernetes store needs the Python package 'kubernetes' (pip install kubernetes)")
     given = dict(kubeconfig=kubeconfig, context=context, host=host, api_key=api_key, ca_cert=ca_cert)
-    given["validate_certs"] = validate_certs
-    opts = {key: value if value not in (None, "") else os.environ.get(ENV[key]) for key, value in given.items()}
+    opts = options.kubernetes_connection({**given, "validate_certs": validate_certs})
     conf = k8s_client.Configuration()
     # As kubernetes.core: a kubeconfig (or context) when one is named; else host/api_key
     # alone when given; else the default kubeconfig, else the in-cluster service account.
@@ -109,7 +92,7 @@ def api_client(kubeconfig=None, context=None, host=None, api_key=None, ca_cert=N
     if opts["ca_cert"]:
         conf.ssl_ca_cert = opts["ca_cert"]
     if opts["validate_certs"] is not None:
-        conf.verify_ssl = _truthy(opts["validate_certs"])
+        conf.verify_ssl = options.truthy(opts["validate_certs"])
     # The store retries transient failures itself (retry.py), knowing which writes a retry may have repeated;
     # urllib3's own retries would resend a PUT or DELETE whose answer was lost and turn its success into a
     # Conflict or a NotFound nobody could tell from a real one.
@@ -314,15 +297,8 @@ class KubernetesStore:
     # -- writes ---------------------------------------------------------------
 
     def create(self, obj: dict) -> dict:
-        obj = copy.deepcopy(obj)
-        k = meta.validate_object(obj, for_create=True)
+        obj, k = common.creatable(obj)
         md = obj["metadata"]
-        if md.get("resourceVersion"):
-            raise Invalid(
-                "resourceVersion should not be set on objects to be created",
-                obj=meta.ref(obj),
-                field="metadata.resourceVersion",
-            )
         for key in ("uid", "deletionTimestamp", "creationTimestamp", "generation", "managedFields"):
             md.pop(key, None)
         obj["apiVersion"] = k.api_version
@@ -347,9 +323,7 @@ class KubernetesStore:
         return self._update(obj, status=True)
 
     def _update(self, obj: dict, status: bool) -> dict:
-        k = meta.validate_object(obj, for_create=False)
-        if status and not k.status_subresource:
-            raise Invalid(f"{k.kind} has no status subresource", obj=meta.ref(obj), field="status")
+        k = common.updatable(obj, status)
         body = copy.deepcopy(obj)
         body["apiVersion"] = k.api_version
         md = body["metadata"]

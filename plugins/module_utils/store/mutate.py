@@ -10,11 +10,12 @@ from __future__ import annotations
 import copy
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, NotFound, Requeue
+from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds
 
 ATTEMPTS = 20
 
 
-def on_conflict(attempt, *, what: str, attempts: int = ATTEMPTS):
+def on_conflict(attempt, *, what: str, attempts: int = ATTEMPTS, after: float = 1, obj: str | None = None):
     """``attempt()`` until it does not raise Conflict; after ``attempts`` losses the caller is requeued.
 
     A flow that keeps losing the race is not failed: another writer is busy with the object, and the next
@@ -25,14 +26,15 @@ def on_conflict(attempt, *, what: str, attempts: int = ATTEMPTS):
             return attempt()
         except Conflict:
             continue
-    raise Requeue(f"{what} keeps changing; retrying", after=1)
+    raise Requeue(f"{what} keeps changing; retrying", after=after, obj=obj)
 
 
 def mutate(store, kind: str, name: str, ns: str | None, change, *, status: bool = False, missing_ok: bool = False):
     """Re-read ``kind ns/name``, ``change(copy) -> bool``, write it (``status``: the status subresource).
 
     Returns the stored object: the written one, or the current one when ``change`` says there is nothing to
-    do. A spec write drops ``status`` (others own it). ``missing_ok``: an object that is gone returns None.
+    do. A spec write drops ``status`` where it is a subresource (others own it). ``missing_ok``: an object
+    that is gone returns None.
     """
 
     def attempt():
@@ -47,7 +49,8 @@ def mutate(store, kind: str, name: str, ns: str | None, change, *, status: bool 
             return current
         if status:
             return store.update_status(new)
-        new.pop("status", None)
+        if kinds.resolve(kind).status_subresource:
+            new.pop("status", None)  # others own it; a kind without the subresource keeps it in the spec write
         return store.update(new)
 
     return on_conflict(attempt, what=f"{kind} {ns}/{name}" if ns else f"{kind} {name}")

@@ -227,15 +227,8 @@ class SqliteStore:
     # -- writes ---------------------------------------------------------------
 
     def create(self, obj: dict) -> dict:
-        obj = copy.deepcopy(obj)
-        k = meta.validate_object(obj, for_create=True)
+        obj, k = common.creatable(obj)
         md = obj["metadata"]
-        if md.get("resourceVersion"):
-            raise Invalid(
-                "resourceVersion should not be set on objects to be created",
-                obj=meta.ref(obj),
-                field="metadata.resourceVersion",
-            )
         for key in ("uid", "deletionTimestamp", "creationTimestamp", "generation"):
             md.pop(key, None)
         for key in common.MUTABLE_META:
@@ -278,9 +271,7 @@ class SqliteStore:
         return self._update(obj, status=True)
 
     def _update(self, obj: dict, status: bool) -> dict:
-        k = meta.validate_object(obj, for_create=False)
-        if status and not k.status_subresource:
-            raise Invalid(f"{k.kind} has no status subresource", obj=meta.ref(obj), field="status")
+        k = common.updatable(obj, status)
         md = obj["metadata"]
         with self._write() as con:
             row = self._row(con, k, md["name"], self._ns(k, md.get("namespace")))

@@ -12,6 +12,7 @@ from kubernetes import config as kconfig
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import StoreUnavailable
 from ansible_collections.baremetal.capi.plugins.module_utils.model import crds, kinds, meta
+from ansible_collections.baremetal.capi.plugins.module_utils.store import crds as store_crds
 from ansible_collections.baremetal.capi.plugins.module_utils.store.kubernetes import KubernetesStore
 from lab.config import REPO
 from lab.kube_build import pki
@@ -90,14 +91,14 @@ def test_apply_skips_kinds_the_cluster_already_serves(bare_apiserver):
     ext.create_custom_resource_definition(foreign_crd("baremetalhosts", "metal3.io", "BareMetalHost", "v1alpha1"))
     ext.create_custom_resource_definition(foreign_crd("machines", "cluster.x-k8s.io", "Machine", "v1beta1"))
 
-    planned = crds.apply_crds(client, check_mode=True)
+    planned = store_crds.apply_crds(client, check_mode=True)
     assert len(planned["created"]) == len(CUSTOM) - 2
     assert [c.metadata.name for c in ext.list_custom_resource_definition().items] == [
         "baremetalhosts.metal3.io",
         "machines.cluster.x-k8s.io",
     ]
 
-    first = crds.apply_crds(client)
+    first = store_crds.apply_crds(client)
     assert sorted(first["created"]) == sorted(planned["created"])
     assert set(first["skipped"]) == {"baremetalhosts.metal3.io", "machines.cluster.x-k8s.io"}
     assert "serves v1beta1, not v1beta2" in first["skipped"]["machines.cluster.x-k8s.io"]
@@ -111,7 +112,7 @@ def test_apply_skips_kinds_the_cluster_already_serves(bare_apiserver):
         conds = {c.type: c.status for c in ext.read_custom_resource_definition(name).status.conditions or []}
         assert conds.get("Established") == "True" and "NonStructuralSchema" not in conds, (name, conds)
 
-    again = crds.apply_crds(client)
+    again = store_crds.apply_crds(client)
     assert again["created"] == [] and again["updated"] == []
     assert sorted(again["unchanged"]) == sorted(first["created"])
 
@@ -119,7 +120,7 @@ def test_apply_skips_kinds_the_cluster_already_serves(bare_apiserver):
     drifted = json.loads(ext.read_custom_resource_definition("ippools.ipam.metal3.io", _preload_content=False).data)
     drifted["spec"]["names"]["shortNames"] = ["old"]
     ext.replace_custom_resource_definition("ippools.ipam.metal3.io", drifted)
-    fixed = crds.apply_crds(client)
+    fixed = store_crds.apply_crds(client)
     assert fixed["updated"] == ["ippools.ipam.metal3.io"]
     assert ext.read_custom_resource_definition("ippools.ipam.metal3.io").spec.names.short_names == ["ipp"]
 
