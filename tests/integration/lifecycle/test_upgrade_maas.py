@@ -21,13 +21,13 @@ from tests.integration.e2e.conftest import E2E, new_names
 from tests.integration.maas.conftest import Sim
 
 from .upgrade import (
-    KILL_POINTS,
+    assert_recovered_from_kills,
     assert_replaced_one_at_a_time,
     assert_rolled_in_order,
     cp_members,
     cp_nodes,
     is_cp,
-    play_killed_at,
+    killed_upgrade,
     set_description,
 )
 from .watch import Watch
@@ -117,22 +117,10 @@ def test_maas_upgrade_control_plane_then_workers(e2e_lab, tmp_path):
 
         # kill -9 at five points of a second upgrade, then a re-run
         set_description(e, kubernetes_version="v1.35.2")
-        outcomes = []
-        t0 = time.monotonic()
-        with Watch(e) as w:
-            for point in KILL_POINTS:
-                outcomes.append(play_killed_at(e, "provision_cluster.yml", point))
-            e.play("provision_cluster.yml")
-        print(f"kill -9 x{len(KILL_POINTS)} then a re-run: {time.monotonic() - t0:.0f}s; {outcomes}")
-        print(f"probe failures during the kills: {len(w.failures)} of {w.probes}")
+        outcomes, w = killed_upgrade(e)
         final = converged(e, control, tag, "v1.35.2")  # and no MAAS machine of the tag taken for nothing
         assert not set(final) & set(after)
-        assert sum(o.startswith("killed at '") for o in outcomes) >= 4, outcomes
-        assert not any("left running" in o for o in outcomes), outcomes  # a killed playbook's worker stops by itself
-        assert w.stale == [], w.stale[:10]
-        assert cp_members(w, final) == cp_nodes(final)
-        again = e.play("provision_cluster.yml")  # and the run after that has nothing left to do
-        assert again.changed == 0, again.changed_tasks()
+        assert_recovered_from_kills(e, outcomes, w, final)
 
         e.play("deprovision_cluster.yml")
         assert all(m["status_name"] == "Ready" for m in _sim(control, tag).values()), _sim(control, tag)

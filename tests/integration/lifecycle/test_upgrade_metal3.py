@@ -27,13 +27,13 @@ from tests.integration.e2e.test_e2e_metal3 import _ironic
 from tests.integration.net import LOOP
 
 from .upgrade import (
-    KILL_POINTS,
+    assert_recovered_from_kills,
     assert_replaced_one_at_a_time,
     assert_rolled_in_order,
     cp_members,
     cp_nodes,
     is_cp,
-    play_killed_at,
+    killed_upgrade,
     set_description,
 )
 from .watch import Watch
@@ -159,21 +159,7 @@ def test_metal3_upgrade_killed_at_five_points_then_rerun(cluster):
     e = cluster.e
     before = cluster.converged()
     cluster.upgrade_to("v1.35.2", **{"control_plane.rollout": {"max_surge": 1}})
-    outcomes = []
-    t0 = time.monotonic()
-    with Watch(e) as w:
-        for point in KILL_POINTS:
-            outcomes.append(play_killed_at(e, "provision_cluster.yml", point))
-        e.play("provision_cluster.yml")
-    print(f"kill -9 x{len(KILL_POINTS)} then a re-run: {time.monotonic() - t0:.0f}s; {outcomes}")
-    print(f"probe failures during the kills: {len(w.failures)} of {w.probes}")
+    outcomes, w = killed_upgrade(e)
     final = cluster.converged()
     assert not set(final) & set(before)
-    assert sum(o.startswith("killed at '") for o in outcomes) >= 4, outcomes
-    assert not any("left running" in o for o in outcomes), outcomes  # a killed playbook's worker stops by itself
-    assert w.stale == [], w.stale[:10]
-    assert cp_members(w, final) == cp_nodes(final)
-    # and the run after that has nothing left to do
-    again = e.play("provision_cluster.yml")
-    assert again.changed == 0, again.changed_tasks()
-    assert set(e.machines()) == set(final)
+    assert_recovered_from_kills(e, outcomes, w, final)

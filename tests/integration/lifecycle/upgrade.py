@@ -182,3 +182,27 @@ def play_killed_at(e, playbook: str, point: str, timeout: float = 1800, patience
         return outcome + (f"; left running: {left}" if left else "")
     finally:
         log.close()
+
+
+def killed_upgrade(e) -> tuple[list[str], Watch]:
+    """The upgrade's playbook killed with -9 at each of KILL_POINTS, then a whole run, all under one Watch."""
+    outcomes = []
+    t0 = time.monotonic()
+    with Watch(e) as w:
+        for point in KILL_POINTS:
+            outcomes.append(play_killed_at(e, "provision_cluster.yml", point))
+        e.play("provision_cluster.yml")
+    print(f"kill -9 x{len(KILL_POINTS)} then a re-run: {time.monotonic() - t0:.0f}s; {outcomes}")
+    print(f"probe failures during the kills: {len(w.failures)} of {w.probes}")
+    return outcomes, w
+
+
+def assert_recovered_from_kills(e, outcomes: list[str], w: Watch, final: dict[str, dict]) -> None:
+    """Killed where planned, nothing left running, no member of a deleted Machine, and a next run changes nothing."""
+    assert sum(o.startswith("killed at '") for o in outcomes) >= 4, outcomes
+    assert not any("left running" in o for o in outcomes), outcomes  # a killed playbook's worker stops by itself
+    assert w.stale == [], w.stale[:10]
+    assert cp_members(w, final) == cp_nodes(final)
+    again = e.play("provision_cluster.yml")  # and the run after that has nothing left to do
+    assert again.changed == 0, again.changed_tasks()
+    assert set(e.machines()) == set(final)
