@@ -109,9 +109,10 @@ def remediation_argument_spec(**extra) -> dict:
     )
 
 
-def remediation_arguments(params: dict, namespace: str) -> dict:
+def remediation_arguments(params: dict, namespace: str, check: bool) -> dict:
     """remediation/run.py ``remediate_machines``' keyword arguments from a remediation module's options."""
     return dict(
+        check=check,
         machines=params["machines"],
         ns=params["namespace"] or namespace,
         state=params["state"],

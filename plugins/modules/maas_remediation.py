@@ -186,7 +186,8 @@ def main():
         from ansible_collections.baremetal.capi.plugins.module_utils.remediation.targets import MaasTarget
 
         target = MaasTarget(module.store, connect(module.maas_options()), p["unhealthy_tag"])
-        results = run.remediate_machines(module.store, target, **remediation_arguments(p, module.namespace))
+        args = remediation_arguments(p, module.namespace, module.check_mode)
+        results = run.remediate_machines(module.store, target, **args)
     module.exit_results(results, "remediations", "remediation", p["wait"])
 
 

@@ -211,7 +211,7 @@ def main():
         driver = get_driver(p["host_driver"], p["host_driver_options"])
         try:
             target = Metal3Target(module.store, driver)
-            args = remediation_arguments(p, module.namespace)
+            args = remediation_arguments(p, module.namespace, module.check_mode)
             results = run.remediate_machines(module.store, target, template=p["template"], **args)
         finally:
             driver.close()
