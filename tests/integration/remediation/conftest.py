@@ -137,7 +137,7 @@ def reregister(core, old: dict) -> None:
 
 
 # The MAAS world: the MAAS tests' simulator client, ansible-playbook runner and fixtures (tests/integration/maas)
-from tests.integration.maas.conftest import Play, Sim, maas_lab, play, sim, tag  # noqa: E402, F401
+from tests.integration.maas.conftest import Play, Sim, maas_lab, maas_sim_lab, play, sim, tag  # noqa: E402, F401
 
 
 def run_playbook(book: str, tmp: Path, extra_vars: dict, registered: list[str], *flags: str, background=False):
