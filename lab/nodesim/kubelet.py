@@ -391,8 +391,17 @@ def mark_unknown(api: Api, name: str, now: float) -> bool:
     if node is None:
         return False  # deleted (the collection deletes Nodes, as Cluster API does)
     old = (node.get("status") or {}).get("conditions") or []
+    present = (node.get("spec") or {}).get("taints") or []
+    tainted = {(t.get("key"), t.get("effect")) for t in present} >= {
+        (UNREACHABLE, "NoSchedule"),
+        (UNREACHABLE, "NoExecute"),
+    }
     if old and all(c.get("status") == "Unknown" for c in old):
-        return False
+        if tainted:
+            return False
+        # the status write went through but the taint write did not (an API error between them): taint now
+        _taint_unreachable(api, name, present, now)
+        return True
     conds = []
     for c in old:
         c = dict(c)
@@ -401,10 +410,14 @@ def mark_unknown(api: Api, name: str, now: float) -> bool:
         c.update(reason="NodeStatusUnknown", message="Kubelet stopped posting node status.")
         conds.append(c)
     api.patch(f"/api/v1/nodes/{name}/status", {"status": {"conditions": conds}})
-    taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") not in (UNREACHABLE, NOT_READY)]
+    _taint_unreachable(api, name, present, now)
+    return True
+
+
+def _taint_unreachable(api: Api, name: str, present: list[dict], now: float) -> None:
+    taints = [t for t in present if t.get("key") not in (UNREACHABLE, NOT_READY)]
     taints += [
         {"key": UNREACHABLE, "effect": "NoSchedule"},
         {"key": UNREACHABLE, "effect": "NoExecute", "timeAdded": ts(now)},
     ]
     api.patch(f"/api/v1/nodes/{name}", {"spec": {"taints": taints}}, content_type=MERGE)
-    return True
