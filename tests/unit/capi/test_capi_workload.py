@@ -1,4 +1,4 @@
-"""The workload client against the lab's real kube-apiserver, reached through a kubeconfig Secret in sqlite."""
+"""The workload client: a kubeconfig Secret in sqlite, and what an unreachable API becomes (no socket opened)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,18 @@ def test_missing_secret_is_not_found(store):
         wl.client_for(store, "nope", "default")
 
 
-def test_unreachable_api_requeues():
+def test_unreachable_api_requeues(monkeypatch):
+    """A refused connection is a requeue naming the server. The refusal is urllib3's own connect failing (what
+    ``connection refused`` raises there), so the test opens no socket: tests/unit is hermetic."""
+    import urllib3.util.connection
+
+    attempts = []
+
+    def refused(address, *args, **kwargs):
+        attempts.append(address)
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(urllib3.util.connection, "create_connection", refused)
     text = """
 apiVersion: v1
 kind: Config
@@ -23,5 +34,6 @@ contexts: [{name: x, context: {cluster: x, user: u}}]
 current-context: x
 """
     client = wl.cached_client(text)
-    with pytest.raises(wl.WorkloadUnavailable):
+    with pytest.raises(wl.WorkloadUnavailable, match=r"workload API https://127\.0\.0\.1:1 unreachable: .*refused"):
         client.list_nodes()
+    assert attempts and all(a == ("127.0.0.1", 1) for a in attempts)
