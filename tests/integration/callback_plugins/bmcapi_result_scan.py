@@ -3,6 +3,9 @@
 """Test-only callback: every failed task result of every ansible-playbook run the integration tests make is
 checked for an anonymous failure - no message (what ansible-core prints as "Unknown error") or a Python
 traceback - and each one found is appended, as a JSON line, to the file named by BMCAPI_RESULT_SCAN_LOG.
+So is everything the run prints (ansible-core's Display, in the controller process): a traceback, "Unknown error"
+or ansible-core's "Unexpected Exception" there - a successful task showing one, a warning, a crashed callback or
+strategy - is recorded for the task that was running, unless that task's failed result was recorded already.
 tests/integration/conftest.py enables it and fails the test whose run wrote a line.
 """
 
@@ -18,12 +21,24 @@ requirements:
   - enabled with ANSIBLE_CALLBACKS_ENABLED
 """
 
+import atexit  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 
 from ansible.plugins.callback import CallbackBase  # noqa: E402
 
 TRACEBACK = "Traceback (most recent call last)"
+# what ansible-core prints when the playbook run itself crashed (the traceback follows at -vvv only)
+CRASH = "Unexpected Exception, this is probably a bug"
+
+
+def output_problem(text: str) -> str | None:
+    """Why a line the run printed shows an anonymous failure (None when it does not)."""
+    for marker, what in ((TRACEBACK, "a Python traceback"), (CRASH, "ansible-core crashed"),
+                         ("Unknown error", "'Unknown error'")):  # fmt: skip
+        if marker in text:
+            return f"the playbook output shows {what}: " + text[max(0, text.index(marker) - 200) :][:600]
+    return None
 
 
 def _strings(value):
@@ -56,21 +71,76 @@ class CallbackModule(CallbackBase):
     CALLBACK_NAME = "bmcapi_result_scan"
     CALLBACK_NEEDS_ENABLED = True
 
-    def _record(self, result, item=None) -> None:
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._task = None  # the name of the task running now (what printed output is recorded under)
+        self._recorded: set = set()  # tasks whose failed result was recorded: their printed failure is that one
+        self._printed: list[tuple] = []  # (task, problem) seen in the output, not written yet
+        self._watch_output()
+        atexit.register(self._flush)  # a run that crashes never reaches v2_playbook_on_stats
+
+    @staticmethod
+    def _write(line: dict) -> None:
         path = os.environ.get("BMCAPI_RESULT_SCAN_LOG")
+        if path:
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(line) + "\n")
+
+    def _record(self, result, item=None) -> None:
         data = dict(result._result)
         found = problems(data)
-        if not path or not found:
+        if not found:
             return
-        line = {
-            "host": result._host.get_name(),
-            "task": result._task.get_name(),
-            "item": None if item is None else str(item)[:200],
-            "ignored": bool(getattr(result._task, "ignore_errors", False)),
-            "problems": found,
-        }
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(line) + "\n")
+        self._recorded.add(result._task.get_name())
+        self._write(
+            {
+                "host": result._host.get_name(),
+                "task": result._task.get_name(),
+                "item": None if item is None else str(item)[:200],
+                "ignored": bool(getattr(result._task, "ignore_errors", False)),
+                "problems": found,
+            }
+        )
+
+    # -- what the run prints --------------------------------------------------------------------------------
+
+    def _watch_output(self) -> None:
+        """Wrap the Display's ``display`` (every line ansible-core prints goes through it). Worker processes
+        inherit the wrapper but send their lines to the controller, which prints (and scans) them: only the
+        controller (no ``_final_q``) scans, so a line is seen once."""
+        disp = self._display
+        original = disp.display
+        if getattr(original, "bmcapi_result_scan", False):
+            return
+
+        def display(msg, *args, **kwargs):
+            if getattr(disp, "_final_q", None) is None and isinstance(msg, str):
+                problem = output_problem(msg)
+                if problem:
+                    self._printed.append((self._task, problem))
+            return original(msg, *args, **kwargs)
+
+        display.bmcapi_result_scan = True
+        disp.display = display
+
+    def _flush(self) -> None:
+        printed, self._printed = self._printed, []
+        for task, problem in printed:
+            if task in self._recorded:
+                continue  # the stdout callback printing a failed result this callback recorded
+            self._write({"host": "(output)", "task": task or "(before the first task)", "item": None,
+                         "ignored": False, "problems": [problem]})  # fmt: skip
+
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        self._flush()
+        self._task = task.get_name()
+
+    def v2_playbook_on_handler_task_start(self, task):
+        self._flush()
+        self._task = task.get_name()
+
+    def v2_playbook_on_stats(self, stats):
+        self._flush()
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
         if result._result.get("results") is not None:
