@@ -100,3 +100,44 @@ def test_bad_spec_fails_naming_the_field_before_anything_is_written(store, mgr):
         mgr.step("m1", "default")
     assert err.value.field == "spec.minMemory" and "MaasMachine default/m1" in str(err.value)
     assert store.get("MaasMachine", "m1", "default") == before
+
+
+class _NoMachineMatches(maas_client.Client):
+    """MAAS answering op=allocate as the region does when nothing matches (409, its own words); nothing else."""
+
+    CONTENT = (
+        "No available machine matches constraints: [('cpu_count', ['2']), ('mem', ['4096']), ('zone', ['az-1'])] "
+        '(resolved to "cpu_count=2.0 mem=4096.0 zone=az-1")'
+    )
+
+    def __init__(self):
+        super().__init__("http://maas.invalid/MAAS/", "a:b:c", retries=0)
+        self.allocated: list[dict] = []
+
+    def list_machines(self, **filters):
+        return []
+
+    def allocate(self, constraints, **kwargs):
+        self.allocated.append(dict(constraints))
+        raise maas_client.MaasConflict("allocate", status=409, content=self.CONTENT)
+
+
+def test_no_maas_machine_names_the_constraints_and_the_zone(store):
+    """The MAAS side of "no available host matching ...": what was asked of MAAS and what MAAS answered,
+    the failure domain as the zone; a requeue (the deadline names it), with the MachineDeployed condition saying
+    the same."""
+    from ansible_collections.baremetal.capi.plugins.module_utils.errors import NoHostAvailable
+
+    objects(store, secret="m1-bootstrap", spec={"failureDomain": "az-1"})
+    provision_maas_cluster(store)
+    client = _NoMachineMatches()
+    with pytest.raises(NoHostAvailable) as info:
+        MachineManager(store, client).step("m1", "default")
+    exc = info.value
+    # not_tags: the machines remediation marked unhealthy are never allocated again
+    wanted = "cpu_count=2, mem=4096, zone=az-1, not_tags=['capi-unhealthy']"
+    assert client.allocated == [{"cpu_count": "2", "mem": "4096", "zone": "az-1", "not_tags": ["capi-unhealthy"]}]
+    assert exc.message == f"no available MAAS machine matching {wanted}: {client.CONTENT}"
+    assert exc.selector == wanted and exc.failure_domain == "az-1"
+    cond = conditions.get(store.get("MaasMachine", "m1", "default"), "MachineDeployed")
+    assert cond["status"] == "False" and cond["message"] == client.CONTENT
