@@ -59,8 +59,22 @@ def main(argv: list[str] | None = None) -> int:
         from lab import addresses
 
         addresses.write_lab_json(cfg)  # the inventories' and molecule scenarios' addresses and MAAS URL
+        ephemeral = config.ephemeral_ports(cfg)
+        if ephemeral:
+            low, high, inside = ephemeral
+            print(
+                f"warning: ports {inside[0]}-{inside[-1]} of this lab are in the kernel's ephemeral port range "
+                f"{low}-{high}: a client connection can hold one of them and a service then fails to bind it; "
+                f"a BMCAPI_LAB_PORT_BASE of at most {low - 11} avoids that (docs/lab.md)",
+                file=sys.stderr,
+            )
         for name in names:
             t0 = time.monotonic()
+            try:
+                process.refuse_foreign_ports(cfg, name)
+            except process.LabError as exc:
+                print(f"{name}: not started: {exc}", file=sys.stderr)
+                return 1
             info = _service(name).up(cfg) or {}
             print(f"{name}: up in {time.monotonic() - t0:.1f}s {_printable(info)}")
     elif args.action == "down":

@@ -55,6 +55,15 @@ class Ports:
         return cls(**{name: base + i for i, name in enumerate(names)})
 
 
+# The ports each service of ``python -m lab`` listens on (its processes': etcd, MariaDB, sushy-tools ...).
+SERVICE_PORTS = {
+    "kube": ("etcd_client", "etcd_peer", "kube_apiserver", "kube_controller_manager"),
+    "ironic": ("ironic", "sushy", "bmc_proxy", "images", "mariadb"),
+    "maas": ("maas",),
+    "nodesim": ("node_simulator",),
+}
+
+
 @dataclass(frozen=True)
 class LabConfig:
     root: Path = field(default_factory=lambda: Path(os.environ.get("BMCAPI_LAB_DIR", REPO / ".lab")))
@@ -134,6 +143,19 @@ def _loopback(root: Path) -> str:
     if remembered.exists():
         return parse_loopback(remembered.read_text())
     return "127.0"
+
+
+def ephemeral_ports(cfg: LabConfig) -> tuple[int, int, list[int]] | None:
+    """(low, high, the lab's ports in it) when some of the lab's ports are in the kernel's ephemeral range
+    (``net.ipv4.ip_local_port_range``): any outgoing connection may take one of them as its source port, and
+    while it (or its TIME_WAIT, a minute) holds it, the lab's service cannot bind it ("address already in use")."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as fh:
+            low, high = (int(x) for x in fh.read().split())
+    except (OSError, ValueError):
+        return None
+    inside = sorted(p for p in vars(cfg.ports).values() if low <= p <= high)
+    return (low, high, inside) if inside else None
 
 
 def load() -> LabConfig:

@@ -146,6 +146,88 @@ def tail(cfg: LabConfig, name: str, lines: int = 15) -> str:
         return ""
 
 
+def _session(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[3])  # field 6: the session id
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _listening(ports: set[int]) -> dict[str, int]:
+    """socket inode -> port of every TCP socket listening on one of ``ports`` (any address; this netns)."""
+    out = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as fh:
+                rows = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            f = row.split()
+            port = int(f[1].rsplit(":", 1)[1], 16)
+            if f[3] == "0A" and port in ports:  # 0A: LISTEN
+                out[f[9]] = port
+    return out
+
+
+def foreign_listeners(cfg: LabConfig, fields: Sequence[str]) -> list[str]:
+    """The lab's ports (``Ports`` field names) that a process of another lab, or of anything else, listens on.
+
+    Every lab process leads its own session (``start``), so a listener is this lab's when its session is one of
+    this lab's running PIDs. A lab that started beside another on the same ports would otherwise find the other's
+    service answering its readiness check and talk to it."""
+    wanted = {getattr(cfg.ports, f): f for f in fields}
+    inodes = _listening(set(wanted))
+    if not inodes:
+        return []
+    owners: dict[str, set[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fds = os.scandir(f"/proc/{entry.name}/fd")
+        except OSError:
+            continue
+        with fds:
+            for fd in fds:
+                try:
+                    link = os.readlink(fd.path)
+                except OSError:
+                    continue
+                if link.startswith("socket:[") and link[8:-1] in inodes:
+                    owners.setdefault(link[8:-1], set()).add(int(entry.name))
+    ours = set(running(cfg).values())
+    out = []
+    for inode, port in sorted(inodes.items(), key=lambda kv: kv[1]):
+        pids = owners.get(inode, set())
+        if pids and all(pid in ours or _session(pid) in ours for pid in pids):
+            continue
+        who = ", ".join(f"pid {pid} ({_comm(pid)})" for pid in sorted(pids)) or "a process this lab cannot see"
+        out.append(f"{port} ({wanted[port]}): {who}")
+    return out
+
+
+def refuse_foreign_ports(cfg: LabConfig, service: str) -> None:
+    """LabError naming the ports of ``service`` (``SERVICE_PORTS``) that something outside this lab listens on."""
+    from lab.config import SERVICE_PORTS
+
+    busy = foreign_listeners(cfg, SERVICE_PORTS.get(service, ()))
+    if busy:
+        raise LabError(
+            f"port(s) of the lab in {cfg.root} taken by a process it did not start: {'; '.join(busy)}. Another lab "
+            "on the same ports? Give each lab dir its own BMCAPI_LAB_PORT_BASE and BMCAPI_LAB_LOOPBACK (docs/lab.md)."
+        )
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8") as fh:
+            return fh.read().strip()
+    except OSError:
+        return "?"
+
+
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
     try:
         with socket.create_connection((host, port), timeout=timeout):

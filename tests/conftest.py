@@ -50,6 +50,9 @@ class Lab:
                 continue
             svc = importlib.import_module(f"lab.services.{name}")
             if not svc.status(self.cfg).get("healthy"):
+                from lab import process
+
+                process.refuse_foreign_ports(self.cfg, name)  # never another lab's service on our ports
                 svc.up(self.cfg)
                 self.started.append(name)
             self.info[name] = svc.status(self.cfg)
