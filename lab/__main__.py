@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             t0 = time.monotonic()
             try:
-                process.refuse_foreign_ports(cfg, name)
+                if not _service(name).status(cfg).get("healthy"):  # a healthy service is this lab's own
+                    process.refuse_foreign_ports(cfg, name)
             except process.LabError as exc:
                 print(f"{name}: not started: {exc}", file=sys.stderr)
                 return 1

@@ -14,21 +14,12 @@ import pytest
 
 from lab import config, process
 from lab.config import REPO
-
-
-def _free_base(span: int = 11) -> int:
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + span < 65535 and not any(process.port_open("127.0.0.1", base + i) for i in range(span)):
-            return base
-    pytest.fail("no free port range")
+from tests.integration.net import free_port_base
 
 
 @pytest.fixture
 def cfg(tmp_path):
-    cfg = config.LabConfig(root=tmp_path / "lab", ports=config.Ports.from_base(_free_base()))
+    cfg = config.LabConfig(root=tmp_path / "lab", ports=config.Ports.from_base(free_port_base()))
     cfg.ensure()
     yield cfg
     for name in process.running(cfg):

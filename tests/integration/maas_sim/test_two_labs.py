@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import socket
 import uuid
 
 import pytest
@@ -14,17 +13,7 @@ import pytest
 from lab import config, process
 from lab.services import maas as maas_svc
 from tests.integration.maas_sim.conftest import Sim
-
-
-def _free_base(span: int = 12) -> int:
-    """A base port with ``span`` free ports after it."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + span < 65535 and not any(process.port_open("127.0.0.1", base + i) for i in range(span)):
-            return base
-    pytest.fail("no free port range for a second lab")
+from tests.integration.net import free_port_base
 
 
 @pytest.fixture
@@ -32,7 +21,7 @@ def second_lab(lab, tmp_path, monkeypatch):
     ours = lab.cfg.loopback
     other = "127.77" if ours != "127.77" else "127.78"
     monkeypatch.setenv("BMCAPI_LAB_DIR", str(tmp_path / "lab-b"))
-    monkeypatch.setenv("BMCAPI_LAB_PORT_BASE", str(_free_base()))
+    monkeypatch.setenv("BMCAPI_LAB_PORT_BASE", str(free_port_base()))
     monkeypatch.setenv("BMCAPI_LAB_LOOPBACK", other)
     monkeypatch.delenv("BMCAPI_MAAS_SNAPSHOT", raising=False)
     cfg = config.load()
