@@ -69,6 +69,46 @@ def forget(after: dict) -> None:
     status["ready"] = False
 
 
+def why_not(machines: list[dict], constraints: dict, avoid=()) -> dict[str, str]:
+    """machine -> why op=allocate did not give it, for the constraints this collection sends (cpu_count, mem,
+    zone, pool, tags, not_tags, system_id): MAAS's own 409 names only the constraints, not the machines.
+    The first rule a machine fails, in the order of MAAS's get_available_machines_for_acquisition (Ready and
+    unowned) then AcquireNodeForm's filters; a machine that passes them all was refused for a reason these rules
+    do not see (another constraint, or taken since)."""
+    wanted_ids = constraints.get("system_id")
+    wanted_ids = {wanted_ids} if isinstance(wanted_ids, str) else set(wanted_ids or ())
+    tags, not_tags = set(constraints.get("tags") or ()), set(constraints.get("not_tags") or ())
+    out = {}
+    for m in machines:
+        sid = m.get("system_id") or "?"
+        name = f"{m.get('hostname') or sid} ({sid})" if m.get("hostname") else sid
+        status, owner = m.get("status_name"), m.get("owner")
+        zone, pool = (m.get("zone") or {}).get("name"), (m.get("pool") or {}).get("name")
+        have = set(m.get("tag_names") or ())
+        if sid in avoid:
+            why = "its deployment failed recently"
+        elif wanted_ids and sid not in wanted_ids:
+            why = "not among the system IDs asked for"
+        elif status != names.MAAS_STATE_READY or owner:
+            why = f"status {status}" + (f", owned by {owner}" if owner else "")
+        elif constraints.get("zone") and zone != constraints["zone"]:
+            why = f"in zone {zone}"
+        elif constraints.get("pool") and pool != constraints["pool"]:
+            why = f"in pool {pool}"
+        elif int(m.get("cpu_count") or 0) < int(float(constraints.get("cpu_count") or 0)):
+            why = f"{m.get('cpu_count')} CPUs"
+        elif float(m.get("memory") or 0) < float(constraints.get("mem") or 0):
+            why = f"{m.get('memory')} MiB of memory"
+        elif tags - have:
+            why = "without tag(s) " + ", ".join(sorted(tags - have))
+        elif have & not_tags:
+            why = "tagged " + ", ".join(sorted(have & not_tags))
+        else:
+            why = "matches these constraints; MAAS refused it for another reason (or it was just taken)"
+        out[name] = why
+    return out
+
+
 class MachineManager:
     """Reconciles MaasMachines against a store, a MAAS client and the workload clusters."""
 
@@ -173,7 +213,7 @@ class MachineManager:
             if vm is None:  # check mode, nothing composed yet
                 return Step(done=True, changed=True, message=f"would compose VM {lxd.vm_name(after)} on a VM host")
             constraints = {"system_id": vm}  # the composed VM itself
-        found = []
+        found, avoid = [], set()
         if mm["metadata"].get("uid"):
             found = self.client.list_machines(agent_name=agent_name(mm))
             found = [m for m in found if m.get("status_name") in names.MAAS_STATES_OPERATIONAL]
@@ -199,10 +239,24 @@ class MachineManager:
             self._cond(after, names.MAAS_MACHINE_DEPLOYED, False, names.MAAS_MACHINE_DEPLOYING_REASON, exc.content)
             self._save(mm, after, check)
             wanted = ", ".join(f"{k}={v}" for k, v in constraints.items() if v not in (None, "", []))
+            text = f"no available MAAS machine matching {wanted}: {exc.content}"
+            try:  # which machines MAAS has and why none was given: what a deadline's message needs (read only)
+                listed = self.client.list_machines()
+            except (MaasError, Requeue):
+                listed = None  # the 409's own words then
+            skipped = why_not(listed or [], constraints, avoid)
+            if listed is not None:
+                text += f"; {len(listed)} MAAS machine(s)"
+                if skipped:
+                    text += ": " + "; ".join(f"{n} {why}" for n, why in sorted(skipped.items())[:20])
+                    if len(skipped) > 20:
+                        text += f"; ... {len(skipped) - 20} more"
             raise NoHostAvailable(
-                f"no available MAAS machine matching {wanted}: {exc.content}",
+                text,
                 selector=wanted,
                 failure_domain=constraints.get("zone"),
+                seen=len(listed or []),
+                skipped=skipped,
                 after=30,
             ) from None
         zone, system_id = m["zone"]["name"], m["system_id"]

@@ -102,30 +102,43 @@ def test_bad_spec_fails_naming_the_field_before_anything_is_written(store, mgr):
     assert store.get("MaasMachine", "m1", "default") == before
 
 
+def _maas_machine(sid, status="Ready", owner=None, zone="az-1", cpu=4, memory=8192, tags=()):
+    return {"system_id": sid, "hostname": f"h-{sid}", "status_name": status, "owner": owner, "zone": {"name": zone},
+            "pool": {"name": "default"}, "cpu_count": cpu, "memory": memory, "tag_names": list(tags)}  # fmt: skip
+
+
 class _NoMachineMatches(maas_client.Client):
-    """MAAS answering op=allocate as the region does when nothing matches (409, its own words); nothing else."""
+    """MAAS answering op=allocate as the region does when nothing matches (409, its own words), and listing its
+    machines; nothing else."""
 
     CONTENT = (
         "No available machine matches constraints: [('cpu_count', ['2']), ('mem', ['4096']), ('zone', ['az-1'])] "
         '(resolved to "cpu_count=2.0 mem=4096.0 zone=az-1")'
     )
+    MACHINES = [
+        _maas_machine("aaa001", status="Deployed", owner="alice"),
+        _maas_machine("aaa002", zone="az-2"),
+        _maas_machine("aaa003", cpu=1),
+        _maas_machine("aaa004", memory=2048),
+        _maas_machine("aaa005", tags=["capi-unhealthy"]),
+    ]
 
     def __init__(self):
         super().__init__("http://maas.invalid/MAAS/", "a:b:c", retries=0)
         self.allocated: list[dict] = []
 
     def list_machines(self, **filters):
-        return []
+        return [] if filters else list(self.MACHINES)  # none allocated to this MaasMachine (agent_name) yet
 
     def allocate(self, constraints, **kwargs):
         self.allocated.append(dict(constraints))
         raise maas_client.MaasConflict("allocate", status=409, content=self.CONTENT)
 
 
-def test_no_maas_machine_names_the_constraints_and_the_zone(store):
-    """The MAAS side of "no available host matching ...": what was asked of MAAS and what MAAS answered,
-    the failure domain as the zone; a requeue (the deadline names it), with the MachineDeployed condition saying
-    the same."""
+def test_no_maas_machine_names_the_constraints_the_zone_and_why_each_machine_was_not_given(store):
+    """The MAAS side of "no available host matching ...": what was asked of MAAS, what MAAS answered, how many
+    machines it has and why each was not given (MAAS's 409 names none), the failure domain as the zone; a requeue
+    (the deadline names it), with the MachineDeployed condition giving MAAS's words."""
     from ansible_collections.baremetal.capi.plugins.module_utils.errors import NoHostAvailable
 
     objects(store, secret="m1-bootstrap", spec={"failureDomain": "az-1"})
@@ -137,7 +150,38 @@ def test_no_maas_machine_names_the_constraints_and_the_zone(store):
     # not_tags: the machines remediation marked unhealthy are never allocated again
     wanted = "cpu_count=2, mem=4096, zone=az-1, not_tags=['capi-unhealthy']"
     assert client.allocated == [{"cpu_count": "2", "mem": "4096", "zone": "az-1", "not_tags": ["capi-unhealthy"]}]
-    assert exc.message == f"no available MAAS machine matching {wanted}: {client.CONTENT}"
-    assert exc.selector == wanted and exc.failure_domain == "az-1"
+    assert exc.message == (
+        f"no available MAAS machine matching {wanted}: {client.CONTENT}; 5 MAAS machine(s): "
+        "h-aaa001 (aaa001) status Deployed, owned by alice; h-aaa002 (aaa002) in zone az-2; "
+        "h-aaa003 (aaa003) 1 CPUs; h-aaa004 (aaa004) 2048 MiB of memory; h-aaa005 (aaa005) tagged capi-unhealthy"
+    )
+    assert exc.selector == wanted and exc.failure_domain == "az-1" and exc.seen == 5
+    assert exc.skipped["h-aaa002 (aaa002)"] == "in zone az-2"
     cond = conditions.get(store.get("MaasMachine", "m1", "default"), "MachineDeployed")
     assert cond["status"] == "False" and cond["message"] == client.CONTENT
+
+
+def test_why_not_names_the_rule_each_machine_fails():
+    from ansible_collections.baremetal.capi.plugins.module_utils.maas.machine import why_not
+
+    wanted = {"cpu_count": "2", "mem": "4096", "zone": "az-1", "pool": "gpu", "tags": ["fast", "ssd"]}
+    got = why_not(
+        [
+            {**_maas_machine("b1"), "pool": {"name": "default"}},
+            {**_maas_machine("b2", tags=["fast"]), "pool": {"name": "gpu"}},
+            {**_maas_machine("b3", tags=["fast", "ssd"]), "pool": {"name": "gpu"}},
+            {**_maas_machine("b4", tags=["fast", "ssd"]), "pool": {"name": "gpu"}},
+            {**_maas_machine("b5", status="Ready", owner="bob"), "pool": {"name": "gpu"}},
+        ],
+        {**wanted, "system_id": ["b1", "b2", "b3", "b5"]},
+        avoid={"b3"},
+    )
+    assert got == {
+        "h-b1 (b1)": "in pool default",
+        "h-b2 (b2)": "without tag(s) ssd",
+        "h-b3 (b3)": "its deployment failed recently",
+        "h-b4 (b4)": "not among the system IDs asked for",
+        "h-b5 (b5)": "status Ready, owned by bob",
+    }
+    [(name, why)] = why_not([{**_maas_machine("b6", tags=["fast", "ssd"]), "pool": {"name": "gpu"}}], wanted).items()
+    assert why.startswith("matches these constraints; MAAS refused it")
