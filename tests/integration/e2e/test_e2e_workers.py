@@ -115,6 +115,11 @@ def _roll(e: E2E, journal: Journal, desc: dict, surge: int, unavailable: int, ma
     e.rewrite(desc)
     md = f"{e.name}-md-0"
     before = {meta.name(m) for m in _workers(e)}
+    if min_ready:
+        # every Machine available by the new rule before the rollout starts (the last one of the previous
+        # rollout may have been Ready for less): the bound is on what the rollout takes away
+        since = max(machineset._parse(conditions.get(m, names.NODE_READY)["lastTransitionTime"]) for m in _workers(e))
+        time.sleep(max(0.0, (since - machineset.now()).total_seconds() + min_ready + 2))
     mark = journal.mark()
     e.play("provision_cluster.yml")
     low, high = REPLICAS - unavailable, REPLICAS + surge
@@ -183,13 +188,14 @@ def _hosts(name: str, desc: dict, count: int) -> list[dict]:
     return out
 
 
-def _last_body(journal: Journal, mark, name: str) -> dict | None:
-    """The last state of Machine ``name`` the journal has since ``mark`` before it went from the store."""
-    last = None
-    for _at, state in journal.replay(mark):
-        if name in state:
-            last = state[name]
-    return last
+def _history(journal: Journal, mark, name: str) -> list[dict]:
+    """Every state of Machine ``name`` the journal has since ``mark``."""
+    return [state[name] for _at, state in journal.replay(mark) if name in state]
+
+
+def _reasons(history: list[dict], ctype: str) -> set[tuple]:
+    """The (status, reason) pairs condition ``ctype`` had over ``history``."""
+    return {(c["status"], c["reason"]) for c in (conditions.get(m, ctype) for m in history) if c}
 
 
 def _health_check(e: E2E, journal: Journal, name: str, ns: str) -> None:
@@ -250,9 +256,9 @@ def _health_check(e: E2E, journal: Journal, name: str, ns: str) -> None:
     workers = _workers(e)
     assert meta.name(sick) not in {meta.name(m) for m in workers} and len(workers) == REPLICAS
     assert all(conditions.is_true(m, names.NODE_READY) for m in workers)
-    last = _last_body(journal, mark, meta.name(sick))  # as the health check and its MachineSet left it
-    assert conditions.get(last, names.HEALTH_CHECK_SUCCEEDED)["reason"] == "UnhealthyNode", last["status"]
-    assert conditions.get(last, names.OWNER_REMEDIATED)["reason"] == "MachineDeleting", last["status"]
+    history = _history(journal, mark, meta.name(sick))  # marked by the health check, deleted by its MachineSet
+    assert ("False", "UnhealthyNode") in _reasons(history, names.HEALTH_CHECK_SUCCEEDED), history[-1]["status"]
+    assert ("False", "MachineDeleting") in _reasons(history, names.OWNER_REMEDIATED), history[-1]["status"]
 
     # two of three: more than unhealthyLessThanOrEqualTo 1, short-circuited, nothing touched, the reason reported
     two = sorted(workers, key=meta.name)[:2]
@@ -365,11 +371,13 @@ def _node_startup_timeout(e: E2E, journal: Journal, desc: dict, name: str, ns: s
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         log.close()
-    history = [state[first] for _at, state in journal.replay(mark) if first in state]
+    history = _history(journal, mark, first) if first else []
     last = history[-1] if history else {}
     assert replaced is not None, f"{first} not replaced; last seen: {last.get('status')}"
     assert not any((m.get("status") or {}).get("nodeRef") for m in history), "the Node registered after all"
-    cond = conditions.get(last, names.HEALTH_CHECK_SUCCEEDED) or {}
-    assert (cond.get("status"), cond.get("reason")) == ("False", "NodeStartupTimeout"), last["status"]
-    assert "no Node after 30s" in cond["message"], cond
-    assert conditions.get(last, names.OWNER_REMEDIATED)["reason"] == "MachineDeleting", last["status"]
+    timed_out = [
+        c for c in (conditions.get(m, names.HEALTH_CHECK_SUCCEEDED) for m in history)
+        if c and (c["status"], c["reason"]) == ("False", "NodeStartupTimeout")
+    ]  # fmt: skip
+    assert timed_out and "no Node after 30s" in timed_out[0]["message"], last.get("status")
+    assert ("False", "MachineDeleting") in _reasons(history, names.OWNER_REMEDIATED), last.get("status")
