@@ -31,8 +31,8 @@ def url(cfg: LabConfig) -> str:
 
 
 def tls_port(cfg: LabConfig) -> int:
-    """The HTTPS port: the one after the HTTP port (lab/config.py has no field of its own for it)."""
-    return cfg.ports.maas + 1
+    """The HTTPS port (lab/config.py ``Ports.maas_tls``)."""
+    return cfg.ports.maas_tls
 
 
 def tls_url(cfg: LabConfig) -> str:

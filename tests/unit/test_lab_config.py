@@ -21,6 +21,11 @@ def test_a_base_gives_every_port_and_is_remembered(tmp_path, monkeypatch):
     ports = config.load().ports
     values = list(dataclasses.asdict(ports).values())
     assert values == list(range(31000, 31000 + len(values)))
+    from lab.services import maas
+
+    # the MAAS simulator's HTTPS port is one of its own, not another service's (it was maas + 1: node_simulator's)
+    others = {k: v for k, v in dataclasses.asdict(ports).items() if k != "maas_tls"}
+    assert maas.tls_port(config.load()) not in others.values()
     assert (tmp_path / "a" / config.PORT_BASE_FILE).read_text().strip() == "31000"
     monkeypatch.delenv("BMCAPI_LAB_PORT_BASE")
     assert config.load().ports == ports  # a later command on the same lab dir, without the variable

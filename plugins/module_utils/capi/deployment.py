@@ -322,15 +322,32 @@ def reconcile_deployment(store, md: dict, cluster: dict, *, check: bool = False,
             if not check:
                 store.delete("MachineSet", meta.name(s), ns)
             changed = True
-    new_live = len([m for m in machineset.set_machines(store, new) if not meta.is_deleting(m)]) if new else 0
-    done = (
-        not paused
-        and new is not None
-        and not [s for s in old if refs.get_or_none(store, "MachineSet", meta.name(s), ns) is not None]
-        and _spec_replicas(new) == replicas
-        and new_live == replicas
-        and status["availableReplicas"] == replicas
-    )
+    remaining = [s for s in old if refs.get_or_none(store, "MachineSet", meta.name(s), ns) is not None]
+    if kind == ON_DELETE:
+        # OnDelete rolls nothing by itself: the pool is settled once it has its replicas, all available, whatever
+        # revision they run (old Machines go when someone deletes them; a run would otherwise wait out its
+        # timeout for a rollout nobody asked the controller to make).
+        live_now = [
+            m for s in [new, *remaining] if s is not None for m in machineset.set_machines(store, s)
+            if not meta.is_deleting(m)
+        ]  # fmt: skip
+        done = (
+            not paused
+            and new is not None
+            and sum(_spec_replicas(s) for s in [new, *remaining]) == replicas
+            and len(live_now) == replicas
+            and status["availableReplicas"] == replicas
+        )
+    else:
+        new_live = len([m for m in machineset.set_machines(store, new) if not meta.is_deleting(m)]) if new else 0
+        done = (
+            not paused
+            and new is not None
+            and not remaining
+            and _spec_replicas(new) == replicas
+            and new_live == replicas
+            and status["availableReplicas"] == replicas
+        )
     if not check and md["metadata"].get("uid"):
         _write_status(store, md, status, replicas)
     message = (

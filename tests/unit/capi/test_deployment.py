@@ -243,13 +243,16 @@ def test_on_delete_replaces_only_deleted_machines(world):
     world.converge()
     world.edit(lambda spec: spec["template"]["spec"]["infrastructureRef"].update(name="tmpl-v2"))
     names_before = {meta.name(m) for m in world.machines()}
-    for _ in range(5):
-        world.step()
+    steps = [world.step() for _ in range(5)]
     assert {meta.name(m) for m in world.machines()} == names_before  # nothing rolls by itself
+    # ... and the deployment is settled meanwhile (a run does not wait for a rollout OnDelete never makes)
+    assert steps[-1].done, steps[-1].message
     victim = sorted(names_before)[1]
     world.store.delete("Machine", victim, NS)
+    assert not world.step().done  # one short until its replacement is available
     for _ in range(8):
-        world.step()
+        last = world.step()
+    assert last.done, last.message
     machines = world.machines()
     assert len(machines) == 3
     assert {meta.name(m) for m in machines} >= names_before - {victim}
