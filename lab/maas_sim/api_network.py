@@ -13,6 +13,7 @@ import time
 
 from lab.maas_sim import model, render
 from lab.maas_sim.api import Ctx, handler
+from lab.maas_sim.api_ipranges import in_ranges
 from lab.maas_sim.api_machines import _check_admin, _check_edit, get_machine
 from lab.maas_sim.forms import NodeStateViolation, NotFound, ValidationError
 from lab.maas_sim.net import CIDR, NET
@@ -214,7 +215,12 @@ def reserve_ip(ctx: Ctx):
         if ip in _in_use(ctx) or ip == SUBNET["gateway_ip"]:
             raise ValidationError({"ip": [f"The IP address {ip} is already in use."]})
     else:
-        free = [str(h) for h in net.hosts() if str(h) not in _in_use(ctx) and str(h) != SUBNET["gateway_ip"]]
+        # Subnet.get_next_ip_for_allocation: never an address of a dynamic or reserved IP range
+        free = [
+            str(h)
+            for h in net.hosts()
+            if str(h) not in _in_use(ctx) and str(h) != SUBNET["gateway_ip"] and not in_ranges(ctx.store, str(h))
+        ]
         if not free:
             raise ValidationError({"subnet": [f"No more IPs available in subnet: {CIDR}."]})
         ip = free[-1]

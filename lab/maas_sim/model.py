@@ -161,6 +161,7 @@ class Store:
         self.tags: dict[str, dict] = {}
         self.pods: dict[int, dict] = {}  # VM hosts, by id
         self.reserved_ips: dict[str, dict] = {}  # ipaddresses op=reserve: ip -> {ip, owner, hostname}
+        self.ipranges: dict[int, dict] = {}  # ipranges/: id -> {id, type, start_ip, end_ip, subnet, user, comment}
         self.sshkeys: dict[int, dict] = {}
         self.devices: dict[str, dict] = {}
         self.lxd_hosts: dict[str, dict] = {}  # "address:port" -> {cores, memory, storage}: LXD hosts that answer
@@ -184,6 +185,7 @@ class Store:
             "sshkey": 0,
             "device": 0,
             "subnet": 1,
+            "iprange": 0,
         }
 
     def next_id(self, kind: str) -> int:
@@ -363,7 +365,7 @@ class Store:
 
     _TX_ATTRS = ("machines", "zones", "pools", "domains", "tags", "dnsresources", "pods", "users", "tokens", "config",
                  "counters", "default_domain", "reserved_ips", "sshkeys", "devices", "lxd_hosts",
-                 "subnets")  # fmt: skip
+                 "subnets", "ipranges")  # fmt: skip
 
     def checkpoint(self) -> dict:
         """The state a request may change: MAAS runs each API request in one database transaction."""
@@ -388,6 +390,7 @@ class Store:
         data["pods"] = list(self.pods.values())
         data["sshkeys"] = list(self.sshkeys.values())
         data["subnets"] = list(self.subnets.values())
+        data["ipranges"] = list(self.ipranges.values())
         for name in self._SNAP_OPTIONAL:
             data[name] = getattr(self, name)
         data["machines"] = [asdict(m) for m in self.machines.values()]
@@ -410,9 +413,10 @@ class Store:
         self.config = {**names.default_config("maas-sim"), **self.config}
         self.sshkeys = {k["id"]: k for k in data.get("sshkeys", [])}
         self.subnets = {s["id"]: s for s in data.get("subnets", [])}
+        self.ipranges = {r["id"]: r for r in data.get("ipranges", [])}
         for name in self._SNAP_OPTIONAL:
             setattr(self, name, data.get(name, {}))
-        for kind in ("pod", "sshkey", "device"):
+        for kind in ("pod", "sshkey", "device", "iprange"):
             self.counters.setdefault(kind, 0)
         self.counters.setdefault("subnet", max([1, *self.subnets]))
         known = {f.name for f in fields(Machine)}
