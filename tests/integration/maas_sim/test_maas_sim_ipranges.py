@@ -178,3 +178,20 @@ def test_reserve_picks_no_address_inside_a_range(sim, tag):
         assert sim.call("POST", "ipaddresses/", params={"op": "release"}, data={"ip": ip}).ok
     finally:
         assert sim.call("DELETE", f"ipranges/{r.json()['id']}/").status_code == 204
+
+
+def test_seeded_machines_take_no_address_inside_a_range(sim, tag):
+    """A machine enlisted through the control API gets the address MAAS would hand it: none in a range."""
+    machines = sim.ctl("GET", "machines")
+    taken, n = {m["ip"] for m in machines}, len(machines) + 1
+    while f"{LOOP}.2.{n}" in taken:  # the address the control API gives the next machine
+        n += 1
+    assert n + 2 < 254, f"the lab subnet is nearly full ({len(machines)} machines): reset the simulator"
+    r = sim.call("POST", "ipranges/", data={"type": "reserved", "start_ip": f"{LOOP}.2.{n}",
+                                            "end_ip": f"{LOOP}.2.{n + 2}"})  # fmt: skip
+    assert r.status_code == 200, r.text
+    try:
+        (m,) = sim.seed({}, tag=tag)
+        assert int(m["ip"].rsplit(".", 1)[1]) > n + 2, (n, m["ip"])
+    finally:
+        assert sim.call("DELETE", f"ipranges/{r.json()['id']}/").status_code == 204
