@@ -1,7 +1,8 @@
 """CAPMAAS spectro-master's ``spec.staticIP`` through the machine flow, against the simulator alone.
 
 maas_machine (one round, ``wait: false``) gives the boot interface its static address before deploying: the
-AUTO link unlinked, one STATIC link on the subnet, the machine deployed holding it; a re-run changes no link.
+AUTO link unlinked, one STATIC link on the subnet, the machine deployed holding it (in memory, as
+``spec.deployInMemory`` asks); a re-run changes no link.
 An address MAAS refuses (another machine holds it) fails the deploy with MAAS's text, and the machine is
 released for the next run; a staticIP outside its cidr is refused before any machine is taken.
 """
@@ -35,7 +36,12 @@ def test_static_ip_on_the_boot_interface(sim, play_maas, store, tag):
     static_ip = next(f"{LOOP}.2.{n}" for n in range(200, 250) if f"{LOOP}.2.{n}" not in taken)
     cidr = f"{LOOP}.2.0/24"
     specs = {
-        "w-a": {"image": "ubuntu/jammy", "tags": [tag, f"{tag}a"], "staticIP": {"ip": static_ip, "cidr": cidr}},
+        "w-a": {
+            "image": "ubuntu/jammy",
+            "tags": [tag, f"{tag}a"],
+            "staticIP": {"ip": static_ip, "cidr": cidr},
+            "deployInMemory": True,
+        },
         "w-b": {"image": "ubuntu/jammy", "tags": [tag, f"{tag}b"], "staticIP": {"ip": other["ip"], "cidr": cidr}},
         "w-c": {"image": "ubuntu/jammy", "tags": [tag, f"{tag}b"], "staticIP": {"ip": "10.9.9.9", "cidr": cidr}},
     }
@@ -52,6 +58,7 @@ def test_static_ip_on_the_boot_interface(sim, play_maas, store, tag):
         if state["status_name"] != "Allocated":
             break
     assert state["status_name"] in ("Deploying", "Deployed") and state["ip"] == static_ip, state
+    assert state["ephemeral_deploy"] is True  # spec.deployInMemory: MAAS's ephemeral_deploy
     (link,) = _links(sim, a["system_id"])
     assert (link["mode"], link["ip_address"]) == ("static", static_ip)
     link_id = link["id"]
