@@ -29,6 +29,15 @@ def _subnet(store, sid) -> dict | None:
     return next((s for s in _subnets(store) if str(s["id"]) == str(sid)), None)
 
 
+def subnet_by_spec(store, spec) -> dict | None:
+    """SpecifierOrModelChoiceField over subnets: an id, or a ``cidr:`` / ``name:`` specifier (a bare CIDR too)."""
+    text = str(spec or "")
+    for s in _subnets(store):
+        if text in (str(s["id"]), f"id:{s['id']}", f"cidr:{s['cidr']}", f"name:{s['name']}", s["cidr"]):
+            return s
+    return None
+
+
 def _best_subnet(store, ip: str) -> dict | None:
     """Subnet.objects.get_best_subnet_for_ip: the longest prefix holding the address."""
     try:
@@ -82,6 +91,8 @@ def _in_use(ctx: Ctx, sub: dict, kind: str, but: int | None) -> list[tuple[int, 
             for r in ctx.store.ipranges.values() if r["subnet"] == sub["id"] and r["id"] != but]  # fmt: skip
     if kind == "dynamic":
         ips = {sub.get("gateway_ip"), *sub.get("dns_servers", [])} | set(ctx.store.reserved_ips)
+        # the gateways of static routes leaving this subnet are in use too
+        ips |= {r["gateway_ip"] for r in ctx.store.static_routes.values() if r["source"] == sub["id"]}
         ips |= {ip for m in ctx.store.machines.values() for ip in render.addresses(m)}
         used += [(int(a), int(a)) for a in (ipa.ip_address(i) for i in ips if i) if a in net]
     return used

@@ -30,6 +30,7 @@ from lab.maas_sim import (  # noqa: F401  (handlers register on import)
     api_misc,
     api_network,
     api_pods,
+    api_routes,
     control,
     wire,
 )
