@@ -36,6 +36,10 @@ boot_resources = handler("BootResourcesHandler", "boot-resources/", "Manage the 
 boot_resource_h = handler("BootResourceHandler", "boot-resources/{id}/", "Manage a boot resource.")
 boot_sources = handler("BootSourcesHandler", "boot-sources/", "Manage the collection of boot sources.")
 boot_source_h = handler("BootSourceHandler", "boot-sources/{id}/", "Manage a boot source.")
+selections = handler("BootSourceSelectionsHandler", "boot-sources/{boot_source_id}/selections/",
+                     "Manage the collection of boot source selections.")  # fmt: skip
+selection_h = handler("BootSourceSelectionHandler", "boot-sources/{boot_source_id}/selections/{id}/",
+                      "Manage a boot source selection.")  # fmt: skip
 events = handler("EventsHandler", "events/", "Retrieve filtered node events.")
 sshkeys = handler("SSHKeysHandler", "account/prefs/sshkeys/", "Manage the SSH keys of the logged-in user.")
 sshkey_h = handler("SSHKeyHandler", "account/prefs/sshkeys/{id}/", "Manage an SSH key.")
@@ -430,6 +434,30 @@ def read_boot_source(ctx: Ctx, id: str):
     if id != "1":
         raise NotFound("No BootSource matches the given query.")
     return _SOURCE
+
+
+def _selections() -> list[dict]:
+    # what the synced images were selected by: one selection per Ubuntu release, every arch of it imported
+    return [{"boot_source_id": 1, "id": n, "os": "ubuntu", "release": series, "arches": ["amd64"],
+             "subarches": ["*"], "labels": ["*"], "resource_uri": f"{API}/boot-sources/1/selections/{n}/"}
+            for n, series in enumerate(sorted(SERIES), start=1)]  # fmt: skip
+
+
+@selections.action("GET")
+def list_selections(ctx: Ctx, boot_source_id: str):
+    """A boot source's selections (admin)."""
+    read_boot_source(ctx, boot_source_id)
+    return _selections()
+
+
+@selection_h.action("GET")
+def read_selection(ctx: Ctx, boot_source_id: str, id: str):
+    """A boot source selection (admin)."""
+    read_boot_source(ctx, boot_source_id)
+    for sel in _selections():
+        if str(sel["id"]) == id:
+            return sel
+    raise NotFound("No BootSourceSelection matches the given query.")
 
 
 # -- events -----------------------------------------------------------------------------------------------------

@@ -98,6 +98,15 @@ def test_boot_resources_sources_rack_controllers(client):
     assert {"ubuntu/jammy", "ubuntu/noble"} <= names
     (source,) = client.boot_sources.list()
     assert source.url == "http://images.maas.io/ephemeral-v3/stable/"
+    # the selections the synced images came from (python-libmaas's BootSourceSelections objects)
+    origin = client._origin
+    chosen = origin.BootSourceSelections.read(source)
+    assert {(x.os, x.release) for x in chosen} >= {("ubuntu", "jammy"), ("ubuntu", "noble")}
+    first = origin.BootSourceSelection.read(source, chosen[0].id)
+    assert (first.release, list(first.arches), first.boot_source.id) == (chosen[0].release, ["amd64"], source.id)
+    with pytest.raises(CallError) as err:
+        origin.BootSourceSelection.read(source, 999)
+    assert err.value.status == 404 and err.value.content == b"No BootSourceSelection matches the given query."
     (rack,) = client.rack_controllers.list()
     assert rack.hostname == "maas-rack"
 
