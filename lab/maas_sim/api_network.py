@@ -45,6 +45,9 @@ sshkeys = handler("SSHKeysHandler", "account/prefs/sshkeys/", "Manage the SSH ke
 sshkey_h = handler("SSHKeyHandler", "account/prefs/sshkeys/{id}/", "Manage an SSH key.")
 racks = handler("RackControllersHandler", "rackcontrollers/", "Manage the rack controllers.")
 rack_h = handler("RackControllerHandler", "rackcontrollers/{system_id}/", "Manage an individual rack controller.")
+regions = handler("RegionControllersHandler", "regioncontrollers/", "Manage the region controllers.")
+region_h = handler("RegionControllerHandler", "regioncontrollers/{system_id}/",
+                   "Manage an individual region controller.")  # fmt: skip
 devices = handler("DevicesHandler", "devices/", "Manage devices.")
 device_h = handler("DeviceHandler", "devices/{system_id}/", "Manage an individual device.")
 
@@ -546,13 +549,15 @@ def delete_sshkey(ctx: Ctx, id: str):
 
 
 def _rack(store) -> dict:
+    # one host running both, as a MAAS installed from the snap is: listed by both controller handlers
     domain = render.domain(store, store.domains[store.default_domain])
+    services = ("regiond", "rackd", "bind9", "ntp_region", "proxy", "syslog_region", "temporal")
     return {"system_id": RACK_ID, "hostname": "maas-rack", "fqdn": f"maas-rack.{domain['name']}", "domain": domain,
-            "node_type": 2, "node_type_name": "Rack controller", "architecture": "amd64/generic", "cpu_count": 4,
-            "memory": 8192, "osystem": "ubuntu", "distro_series": "jammy", "power_state": "unknown",
+            "node_type": 4, "node_type_name": "Region and rack controller", "architecture": "amd64/generic",
+            "cpu_count": 4, "memory": 8192, "osystem": "ubuntu", "distro_series": "jammy", "power_state": "unknown",
             "power_type": "", "ip_addresses": [SUBNET["gateway_ip"]], "interface_set": [], "zone": render.zone(
                 store.zones["default"]), "tag_names": [], "version": "3.5.0", "service_set": [
-                {"name": "rackd", "status": "running", "status_info": ""}],
+                {"name": n, "status": "running", "status_info": ""} for n in services],
             "description": "", "resource_uri": f"{API}/rackcontrollers/{RACK_ID}/"}  # fmt: skip
 
 
@@ -568,6 +573,20 @@ def read_rack(ctx: Ctx, system_id: str):
     if system_id != RACK_ID:
         raise NotFound("No RackController matches the given query.")
     return _rack(ctx.store)
+
+
+@regions.action("GET")
+def list_regions(ctx: Ctx):
+    """Region controllers (the rack controller's host is the region too)."""
+    return [{**_rack(ctx.store), "resource_uri": f"{API}/regioncontrollers/{RACK_ID}/"}]
+
+
+@region_h.action("GET")
+def read_region(ctx: Ctx, system_id: str):
+    """A region controller."""
+    if system_id != RACK_ID:
+        raise NotFound("No RegionController matches the given query.")
+    return list_regions(ctx)[0]
 
 
 def _device(store, d: dict) -> dict:

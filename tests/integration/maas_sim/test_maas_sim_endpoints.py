@@ -109,6 +109,13 @@ def test_boot_resources_sources_rack_controllers(client):
     assert err.value.status == 404 and err.value.content == b"No BootSourceSelection matches the given query."
     (rack,) = client.rack_controllers.list()
     assert rack.hostname == "maas-rack"
+    # the one host is region and rack (node_type 4), as a snap-installed MAAS: both handlers list it
+    (region,) = client.region_controllers.list()
+    assert (region.system_id, region.hostname) == (rack.system_id, "maas-rack")
+    assert client.region_controllers.get(rack.system_id).fqdn == rack.fqdn
+    with pytest.raises(CallError) as err:
+        client._origin.session.RegionController.read(system_id="nosuch")
+    assert err.value.status == 404
 
 
 def test_events_ssh_keys_devices(client, sim, tag):
