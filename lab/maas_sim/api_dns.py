@@ -182,7 +182,8 @@ def list_dnsresources(ctx: Ctx):
             continue
         if domainname is not None and store.domains[r["domain"]]["name"] != domainname:
             continue
-        if rrtype and rrtype not in ("A", "AAAA"):
+        # filter(dnsdata__rrtype=...): a resource with records of that type (addresses count as A/AAAA here)
+        if rrtype and rrtype not in ("A", "AAAA") and rrtype not in {x["rrtype"] for x in r.get("dnsdata", [])}:
             continue
         if everything and r["domain"] not in seen:
             # DNSResourcesQuerySet.__iter__: a domain's implicit records come before its first resource

@@ -188,6 +188,7 @@ class Store:
             "subnet": 1,
             "iprange": 0,
             "staticroute": 0,
+            "dnsdata": 0,
         }
 
     def next_id(self, kind: str) -> int:
@@ -420,7 +421,7 @@ class Store:
         self.static_routes = {r["id"]: r for r in data.get("static_routes", [])}
         for name in self._SNAP_OPTIONAL:
             setattr(self, name, data.get(name, {}))
-        for kind in ("pod", "sshkey", "device", "iprange", "staticroute"):
+        for kind in ("pod", "sshkey", "device", "iprange", "staticroute", "dnsdata"):
             self.counters.setdefault(kind, 0)
         self.counters.setdefault("subnet", max([1, *self.subnets]))
         known = {f.name for f in fields(Machine)}
