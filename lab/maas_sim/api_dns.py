@@ -173,15 +173,66 @@ def list_dnsresources(ctx: Ctx):
             raise NotFound("No Domain matches the given query.")
         if domainname.isdigit() and int(domainname) in store.domains:
             domainname = store.domains[int(domainname)]["name"]
-    out = []
-    for r in sorted(store.dnsresources.values(), key=lambda r: r["id"]):
+    rrtype = q.get("rrtype").upper() if q.get("rrtype") else None
+    everything = string_bool(q, "all", False)
+    out, seen = [], []
+    # get_dnsresource_queryset: ordered by domain, then name
+    for r in sorted(store.dnsresources.values(), key=lambda r: (r["domain"], r["name"])):
         if name is not None and r["name"] != name:
             continue
         if domainname is not None and store.domains[r["domain"]]["name"] != domainname:
             continue
-        if q.get("rrtype") and q.get("rrtype").upper() not in ("A", "AAAA"):
+        # filter(dnsdata__rrtype=...): a resource with records of that type (addresses count as A/AAAA here)
+        if rrtype and rrtype not in ("A", "AAAA") and rrtype not in {x["rrtype"] for x in r.get("dnsdata", [])}:
             continue
+        if everything and r["domain"] not in seen:
+            # DNSResourcesQuerySet.__iter__: a domain's implicit records come before its first resource
+            seen.append(r["domain"])
+            out += _implicit(store, r["domain"], name, rrtype)
         out.append(render.dnsresource(store, r))
+    if everything:
+        for did in sorted(store.domains):
+            if did not in seen and (domainname is None or store.domains[did]["name"] == domainname):
+                out += _implicit(store, did, name, rrtype)
+    return out
+
+
+def _implicit(store, did: int, name: str | None, rrtype: str | None) -> list[dict]:
+    """DNSResourcesQuerySet._generate_synthetic_rrdata: Domain.render_json_for_related_rrdata(include_dnsdata=
+    False) as resources of id -1, one per label, the address records in ``resource_records``. The address
+    mapping (get_hostname_ip_mapping) holds the DNS resources' addresses and the machines' (a machine's boot
+    interface addresses under its hostname, or its others' when the boot interface has none)."""
+    d = store.domains[did]
+    labels: dict[str, dict] = {}
+    for r in sorted(store.dnsresources.values(), key=lambda r: r["name"]):
+        if r["domain"] == did and r["ip_addresses"]:
+            ttl = r["address_ttl"] if r["address_ttl"] is not None else d["ttl"]
+            labels[r["name"]] = {"system_id": None, "node_type": None, "user_id": None, "dnsresource_id": r["id"],
+                                 "rrset": [(ttl, ip) for _, ip in r["ip_addresses"]]}  # fmt: skip
+    users = list(store.users)
+    for m in sorted(store.machines.values(), key=lambda m: m.hostname):
+        ips = render.addresses(m)
+        if m.domain != did or not ips:
+            continue
+        boot = [ips[0]] if ips[0] == m.ip else ips
+        entry = labels.setdefault(m.hostname, {"dnsresource_id": None, "rrset": []})
+        entry.update(system_id=m.system_id, node_type=0, user_id=users.index(m.owner) + 1 if m.owner in users else None)
+        entry["rrset"] += [(d["ttl"], ip) for ip in boot]
+    out = []
+    for label, e in labels.items():
+        if name is not None and label != name:
+            continue
+        rrs = []
+        for ttl, ip in e["rrset"]:
+            kind = "AAAA" if ipaddress.ip_address(ip).version == 6 else "A"
+            if rrtype in (None, kind):
+                rrs.append({"system_id": e["system_id"], "node_type": e["node_type"], "user_id": e["user_id"],
+                            "dnsresource_id": e["dnsresource_id"], "ttl": ttl, "rrtype": kind, "rrdata": ip,
+                            "dnsdata_id": None})  # fmt: skip
+        if rrs:
+            fqdn = d["name"] if label == "@" else f"{label}.{d['name']}"
+            out.append({"id": -1, "fqdn": fqdn, "address_ttl": None, "ip_addresses": None, "resource_records": rrs,
+                        "resource_uri": f"{render.API}/dnsresources/-1/"})  # fmt: skip
     return out
 
 

@@ -13,6 +13,7 @@ import time
 
 from lab.maas_sim import model, render
 from lab.maas_sim.api import Ctx, handler
+from lab.maas_sim.api_ipranges import in_ranges
 from lab.maas_sim.api_machines import _check_admin, _check_edit, get_machine
 from lab.maas_sim.forms import NodeStateViolation, NotFound, ValidationError
 from lab.maas_sim.net import CIDR, NET
@@ -35,11 +36,18 @@ boot_resources = handler("BootResourcesHandler", "boot-resources/", "Manage the 
 boot_resource_h = handler("BootResourceHandler", "boot-resources/{id}/", "Manage a boot resource.")
 boot_sources = handler("BootSourcesHandler", "boot-sources/", "Manage the collection of boot sources.")
 boot_source_h = handler("BootSourceHandler", "boot-sources/{id}/", "Manage a boot source.")
+selections = handler("BootSourceSelectionsHandler", "boot-sources/{boot_source_id}/selections/",
+                     "Manage the collection of boot source selections.")  # fmt: skip
+selection_h = handler("BootSourceSelectionHandler", "boot-sources/{boot_source_id}/selections/{id}/",
+                      "Manage a boot source selection.")  # fmt: skip
 events = handler("EventsHandler", "events/", "Retrieve filtered node events.")
 sshkeys = handler("SSHKeysHandler", "account/prefs/sshkeys/", "Manage the SSH keys of the logged-in user.")
 sshkey_h = handler("SSHKeyHandler", "account/prefs/sshkeys/{id}/", "Manage an SSH key.")
 racks = handler("RackControllersHandler", "rackcontrollers/", "Manage the rack controllers.")
 rack_h = handler("RackControllerHandler", "rackcontrollers/{system_id}/", "Manage an individual rack controller.")
+regions = handler("RegionControllersHandler", "regioncontrollers/", "Manage the region controllers.")
+region_h = handler("RegionControllerHandler", "regioncontrollers/{system_id}/",
+                   "Manage an individual region controller.")  # fmt: skip
 devices = handler("DevicesHandler", "devices/", "Manage devices.")
 device_h = handler("DeviceHandler", "devices/{system_id}/", "Manage an individual device.")
 
@@ -214,7 +222,12 @@ def reserve_ip(ctx: Ctx):
         if ip in _in_use(ctx) or ip == SUBNET["gateway_ip"]:
             raise ValidationError({"ip": [f"The IP address {ip} is already in use."]})
     else:
-        free = [str(h) for h in net.hosts() if str(h) not in _in_use(ctx) and str(h) != SUBNET["gateway_ip"]]
+        # Subnet.get_next_ip_for_allocation: never an address of a dynamic or reserved IP range
+        free = [
+            str(h)
+            for h in net.hosts()
+            if str(h) not in _in_use(ctx) and str(h) != SUBNET["gateway_ip"] and not in_ranges(ctx.store, str(h))
+        ]
         if not free:
             raise ValidationError({"subnet": [f"No more IPs available in subnet: {CIDR}."]})
         ip = free[-1]
@@ -426,6 +439,30 @@ def read_boot_source(ctx: Ctx, id: str):
     return _SOURCE
 
 
+def _selections() -> list[dict]:
+    # what the synced images were selected by: one selection per Ubuntu release, every arch of it imported
+    return [{"boot_source_id": 1, "id": n, "os": "ubuntu", "release": series, "arches": ["amd64"],
+             "subarches": ["*"], "labels": ["*"], "resource_uri": f"{API}/boot-sources/1/selections/{n}/"}
+            for n, series in enumerate(sorted(SERIES), start=1)]  # fmt: skip
+
+
+@selections.action("GET")
+def list_selections(ctx: Ctx, boot_source_id: str):
+    """A boot source's selections (admin)."""
+    read_boot_source(ctx, boot_source_id)
+    return _selections()
+
+
+@selection_h.action("GET")
+def read_selection(ctx: Ctx, boot_source_id: str, id: str):
+    """A boot source selection (admin)."""
+    read_boot_source(ctx, boot_source_id)
+    for sel in _selections():
+        if str(sel["id"]) == id:
+            return sel
+    raise NotFound("No BootSourceSelection matches the given query.")
+
+
 # -- events -----------------------------------------------------------------------------------------------------
 
 
@@ -512,13 +549,15 @@ def delete_sshkey(ctx: Ctx, id: str):
 
 
 def _rack(store) -> dict:
+    # one host running both, as a MAAS installed from the snap is: listed by both controller handlers
     domain = render.domain(store, store.domains[store.default_domain])
+    services = ("regiond", "rackd", "bind9", "ntp_region", "proxy", "syslog_region", "temporal")
     return {"system_id": RACK_ID, "hostname": "maas-rack", "fqdn": f"maas-rack.{domain['name']}", "domain": domain,
-            "node_type": 2, "node_type_name": "Rack controller", "architecture": "amd64/generic", "cpu_count": 4,
-            "memory": 8192, "osystem": "ubuntu", "distro_series": "jammy", "power_state": "unknown",
+            "node_type": 4, "node_type_name": "Region and rack controller", "architecture": "amd64/generic",
+            "cpu_count": 4, "memory": 8192, "osystem": "ubuntu", "distro_series": "jammy", "power_state": "unknown",
             "power_type": "", "ip_addresses": [SUBNET["gateway_ip"]], "interface_set": [], "zone": render.zone(
                 store.zones["default"]), "tag_names": [], "version": "3.5.0", "service_set": [
-                {"name": "rackd", "status": "running", "status_info": ""}],
+                {"name": n, "status": "running", "status_info": ""} for n in services],
             "description": "", "resource_uri": f"{API}/rackcontrollers/{RACK_ID}/"}  # fmt: skip
 
 
@@ -534,6 +573,20 @@ def read_rack(ctx: Ctx, system_id: str):
     if system_id != RACK_ID:
         raise NotFound("No RackController matches the given query.")
     return _rack(ctx.store)
+
+
+@regions.action("GET")
+def list_regions(ctx: Ctx):
+    """Region controllers (the rack controller's host is the region too)."""
+    return [{**_rack(ctx.store), "resource_uri": f"{API}/regioncontrollers/{RACK_ID}/"}]
+
+
+@region_h.action("GET")
+def read_region(ctx: Ctx, system_id: str):
+    """A region controller."""
+    if system_id != RACK_ID:
+        raise NotFound("No RegionController matches the given query.")
+    return list_regions(ctx)[0]
 
 
 def _device(store, d: dict) -> dict:

@@ -14,6 +14,7 @@ import re
 
 from lab.maas_sim import model, render
 from lab.maas_sim.api import Ctx, handler
+from lab.maas_sim.api_ipranges import in_ranges
 from lab.maas_sim.api_machines import HOSTNAME_RE, _check_admin
 from lab.maas_sim.forms import ApiError, NotFound, ValidationError, int_param
 from lab.maas_sim.net import CIDR, NET
@@ -195,9 +196,10 @@ def _compose(ctx: Ctx, id: str):
 
 
 def _free_ip(store) -> str:
-    taken = {m.ip for m in store.machines.values()} | set(store.reserved_ips)
+    taken = store.all_ips() | set(store.reserved_ips)
     for n in range(100, 250):
-        if f"{NET}.{n}" not in taken:
+        # never an address of a dynamic or reserved IP range (Subnet.get_next_ip_for_allocation)
+        if f"{NET}.{n}" not in taken and not in_ranges(store, f"{NET}.{n}"):
             return f"{NET}.{n}"
     raise PodProblem(f"No more IPs available in subnet: {CIDR}.")
 

@@ -46,15 +46,21 @@ FILTER_FIELDS = {
     "not_in_zone": "multi", "pool": "multi", "not_in_pool": "multi", "storage": "char", "interfaces": "char",
     "devices": "char", "cpu_count": "float", "cpu_speed": "float", "mem": "float", "pod": "multi",
     "not_pod": "multi", "pod_type": "multi", "not_pod_type": "multi", "owner": "multi", "not_owner": "multi",
-    "power_state": "choice", "not_power_state": "choice",
+    "power_state": "choice", "not_power_state": "choice", "system_id": "multi", "deployment_target": "choice",
+    "not_deployment_target": "choice",
 }  # fmt: skip
-ACQUIRE_FIELDS = {**FILTER_FIELDS, "name": "multi", "system_id": "multi"}
+# system_id and deployment_target are FilterNodeForm's since 3.5 (its test_describe_constraints_shows_all_constraints
+# lists every field): GET machines/ takes them too; not_system_id is no field (only a NODE_EXCLUDES entry)
+ACQUIRE_FIELDS = {**FILTER_FIELDS, "name": "multi"}
 READ_FIELDS = {**FILTER_FIELDS, "id": "multi", "not_id": "multi", "hostname": "multi", "not_hostname": "multi",
                "mac_address": "multi", "domain": "multi", "not_domain": "multi", "agent_name": "multi",
                "not_agent_name": "multi", "status": "choice", "not_status": "choice", "simple_status": "choice",
                "not_simple_status": "choice"}  # fmt: skip
 _STATUS_CHOICES = tuple(sorted(model.STATUS_SHORT.values()))  # NODE_STATUS_SHORT_LABEL_CHOICES
+DEPLOYMENT_TARGETS = ("disk", "memory")  # DEPLOYMENT_TARGET_CHOICES
 CHOICES = {
+    "deployment_target": DEPLOYMENT_TARGETS,
+    "not_deployment_target": DEPLOYMENT_TARGETS,
     "power_state": POWER_STATES,
     "not_power_state": POWER_STATES,
     "status": _STATUS_CHOICES,
@@ -232,6 +238,8 @@ def machine_facts(store: Store, m: Machine) -> dict:
         "domain": store.domains[m.domain]["name"], "agent_name": m.agent_name,
         "status": model.STATUS_SHORT[m.status],
         "simple_status": next(k for k, v in SIMPLE_STATUS.items() if m.status in v),
+        # DEPLOYMENT_TARGET: memory for an ephemeral deployment, disk otherwise (a machine never deployed too)
+        "deployment_target": "memory" if m.ephemeral_deploy else "disk",
     }  # fmt: skip
 
 
@@ -239,9 +247,11 @@ _EXCLUDES = {"not_arch": "arch", "not_tags": None, "not_fabrics": "fabrics", "no
              "not_vlans": "vlans", "not_subnets": "subnets", "not_in_zone": "zone", "not_in_pool": "pool",
              "not_pod": "pod", "not_pod_type": "pod_type", "not_owner": "owner", "not_power_state": "power_state",
              "not_id": "id", "not_hostname": "hostname", "not_domain": "domain", "not_agent_name": "agent_name",
-             "not_status": "status", "not_simple_status": "simple_status"}  # fmt: skip
+             "not_status": "status", "not_simple_status": "simple_status",
+             "not_deployment_target": "deployment_target"}  # fmt: skip
 _ANY = ("arch", "fabrics", "fabric_classes", "vlans", "zone", "pool", "pod", "pod_type", "owner", "power_state",
-        "system_id", "id", "hostname", "domain", "agent_name", "status", "simple_status")  # fmt: skip
+        "system_id", "id", "hostname", "domain", "agent_name", "status", "simple_status",
+        "deployment_target")  # fmt: skip
 
 
 def matches(store: Store, m: Machine, c: dict) -> bool:

@@ -13,6 +13,7 @@ import re
 import time
 
 from lab.maas_sim import model, render
+from lab.maas_sim.api_ipranges import in_ranges
 from lab.maas_sim.model import Machine, Store
 from lab.maas_sim.net import NET
 
@@ -62,7 +63,9 @@ def _create(store: Store, spec: dict) -> Machine:
     if "pool" in kw:
         kw["pool_name"] = kw.pop("pool")
     n = len(store.machines) + 1
-    while f"{NET}.{n}" in {m.ip for m in store.machines.values()}:
+    taken = {m.ip for m in store.machines.values()}
+    # the address MAAS would hand it: none inside a dynamic or reserved IP range
+    while f"{NET}.{n}" in taken or (n < 255 and in_ranges(store, f"{NET}.{n}")):
         n += 1
     kw.setdefault("hostname", f"node-{n:02d}")
     kw.setdefault("ip", f"{NET}.{n}")

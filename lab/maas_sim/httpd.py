@@ -25,10 +25,13 @@ from urllib.parse import urlsplit
 from lab.maas_sim import (  # noqa: F401  (handlers register on import)
     api,
     api_dns,
+    api_dnsdata,
+    api_ipranges,
     api_machines,
     api_misc,
     api_network,
     api_pods,
+    api_routes,
     control,
     wire,
 )

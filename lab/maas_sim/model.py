@@ -161,6 +161,8 @@ class Store:
         self.tags: dict[str, dict] = {}
         self.pods: dict[int, dict] = {}  # VM hosts, by id
         self.reserved_ips: dict[str, dict] = {}  # ipaddresses op=reserve: ip -> {ip, owner, hostname}
+        self.ipranges: dict[int, dict] = {}  # ipranges/: id -> {id, type, start_ip, end_ip, subnet, user, comment}
+        self.static_routes: dict[int, dict] = {}  # static-routes/: id -> {id, source, destination, gateway_ip, metric}
         self.sshkeys: dict[int, dict] = {}
         self.devices: dict[str, dict] = {}
         self.lxd_hosts: dict[str, dict] = {}  # "address:port" -> {cores, memory, storage}: LXD hosts that answer
@@ -184,6 +186,9 @@ class Store:
             "sshkey": 0,
             "device": 0,
             "subnet": 1,
+            "iprange": 0,
+            "staticroute": 0,
+            "dnsdata": 0,
         }
 
     def next_id(self, kind: str) -> int:
@@ -363,7 +368,7 @@ class Store:
 
     _TX_ATTRS = ("machines", "zones", "pools", "domains", "tags", "dnsresources", "pods", "users", "tokens", "config",
                  "counters", "default_domain", "reserved_ips", "sshkeys", "devices", "lxd_hosts",
-                 "subnets")  # fmt: skip
+                 "subnets", "ipranges", "static_routes")  # fmt: skip
 
     def checkpoint(self) -> dict:
         """The state a request may change: MAAS runs each API request in one database transaction."""
@@ -388,6 +393,8 @@ class Store:
         data["pods"] = list(self.pods.values())
         data["sshkeys"] = list(self.sshkeys.values())
         data["subnets"] = list(self.subnets.values())
+        data["ipranges"] = list(self.ipranges.values())
+        data["static_routes"] = list(self.static_routes.values())
         for name in self._SNAP_OPTIONAL:
             data[name] = getattr(self, name)
         data["machines"] = [asdict(m) for m in self.machines.values()]
@@ -410,9 +417,11 @@ class Store:
         self.config = {**names.default_config("maas-sim"), **self.config}
         self.sshkeys = {k["id"]: k for k in data.get("sshkeys", [])}
         self.subnets = {s["id"]: s for s in data.get("subnets", [])}
+        self.ipranges = {r["id"]: r for r in data.get("ipranges", [])}
+        self.static_routes = {r["id"]: r for r in data.get("static_routes", [])}
         for name in self._SNAP_OPTIONAL:
             setattr(self, name, data.get(name, {}))
-        for kind in ("pod", "sshkey", "device"):
+        for kind in ("pod", "sshkey", "device", "iprange", "staticroute", "dnsdata"):
             self.counters.setdefault(kind, 0)
         self.counters.setdefault("subnet", max([1, *self.subnets]))
         known = {f.name for f in fields(Machine)}

@@ -55,9 +55,13 @@ def user(u: dict) -> dict:
 def dnsresource(store: Store, r: dict) -> dict:
     d = store.domains[r["domain"]]
     fqdn = f"{r['name']}.{d['name']}" if r["name"] != "@" else d["name"]
+    # DNSResourceHandler.resource_records: the records (dnsresourcerecords/) by rrtype
+    records = [{"id": x["id"], "fqdn": fqdn, "ttl": x["ttl"], "rrtype": x["rrtype"], "rrdata": x["rrdata"],
+                "resource_uri": f"{API}/dnsresourcerecords/{x['id']}/"}
+               for x in sorted(r.get("dnsdata", []), key=lambda x: x["rrtype"])]  # fmt: skip
     return {"id": r["id"], "fqdn": fqdn, "address_ttl": r["address_ttl"],
             "ip_addresses": [{"id": ip_id, "ip": ip} for ip_id, ip in r["ip_addresses"]],
-            "resource_records": [], "resource_uri": f"{API}/dnsresources/{r['id']}/"}  # fmt: skip
+            "resource_records": records, "resource_uri": f"{API}/dnsresources/{r['id']}/"}  # fmt: skip
 
 
 def _shows(m: Machine, mode: str | None) -> bool:

@@ -100,6 +100,35 @@ def test_pod_constraints_compare_the_bmc_so_bare_metal_survives_not_pod_type(sim
     assert listed == {metal["system_id"]}
 
 
+def test_deployment_target_and_system_id(sim, tag):
+    """3.5's FilterNodeForm has deployment_target / not_deployment_target (memory for an ephemeral deployment,
+    disk otherwise) and system_id, for allocate and GET machines/ alike."""
+    mem, disk, ready = sim.seed({}, {}, {}, tag=tag)
+    for m, ephemeral in ((mem, "true"), (disk, "false")):
+        resp = sim.call("POST", f"machines/{m['system_id']}/", params={"op": "deploy"},
+                        data={"ephemeral_deploy": ephemeral})  # fmt: skip
+        assert resp.status_code == 200, resp.text
+    listed = _ids(sim.call("GET", "machines/", params=[("tags", tag), ("deployment_target", "memory")]))
+    assert listed == {mem["system_id"]}
+    listed = _ids(sim.call("GET", "machines/", params=[("tags", tag), ("deployment_target", "=disk")]))
+    assert listed == {disk["system_id"], ready["system_id"]}  # a machine never deployed is "disk" too
+    listed = _ids(sim.call("GET", "machines/", params=[("tags", tag), ("not_deployment_target", "disk")]))
+    assert listed == {mem["system_id"]}
+    listed = _ids(sim.call("GET", "machines/", params=[("tags", tag), ("system_id", disk["system_id"]),
+                                                      ("system_id", mem["system_id"])]))  # fmt: skip
+    assert listed == {disk["system_id"], mem["system_id"]}
+    resp = _alloc(sim, [("tags", tag), ("deployment_target", "disk")])
+    assert resp.json()["system_id"] == ready["system_id"]
+    none = _alloc(sim, [("tags", tag), ("deployment_target", "memory")])  # the only one is deployed
+    assert none.status_code == 409
+    assert none.text.endswith(f'(resolved to "deployment_target=memory tags={tag}")'), none.text
+    # released, a machine is "disk" again (ephemeral_deploy cleared with the deployment)
+    assert sim.call("POST", f"machines/{mem['system_id']}/", params={"op": "release"}).status_code == 200
+    sim.wait_status(mem["system_id"], "Ready")
+    listed = _ids(sim.call("GET", "machines/", params=[("tags", tag), ("deployment_target", "memory")]))
+    assert listed == set()
+
+
 def test_35_error_texts(sim, tag):
     sim.seed({}, tag=tag)
     cases = [
@@ -112,7 +141,10 @@ def test_35_error_texts(sim, tag):
         ([("mem", "lots")], {"mem": ["Invalid memory: number of MiB required."]}),
         ([("arch", "sparc")], {"arch": ["Architecture not recognised."]}),
         ([("not_system_id", "abc")], {"not_system_id": ["No such constraint."]}),
-        ([("deployment_target", "memory")], {"deployment_target": ["No such constraint."]}),
+        (
+            [("deployment_target", "ram")],
+            {"deployment_target": ["Select a valid choice. ram is not one of the available choices."]},
+        ),
     ]
     for pairs, expected in cases:
         resp = _alloc(sim, [("tags", tag)] + pairs)

@@ -78,7 +78,8 @@ def test_machine_with_two_nics_on_two_subnets(client, sim, tag):
     by_name = {i.name: i for i in client.machines.get(m["system_id"]).interfaces}
     assert by_name["eno2"].links[0].ip_address == eno2_ip
     used = sim.call("GET", f"subnets/{subnet.id}/", params={"op": "ip_addresses"}).json()
-    assert [u["ip"] for u in used] == [eno2_ip]
+    # this machine's (an earlier run on the same simulator may have left others on the subnet)
+    assert [u["ip"] for u in used if u.get("node_summary", {}).get("system_id") == m["system_id"]] == [eno2_ip]
     mine = {a["ip"]: a for a in sim.call("GET", "ipaddresses/").json()}
     assert (mine[eno2_ip]["subnet"]["cidr"], mine[eno2_ip]["interface_set"][0]["name"]) == (cidr, "eno2")
     assert (mine[m["ip"]]["subnet"]["cidr"], mine[m["ip"]]["interface_set"][0]["name"]) == (f"{LOOP}.2.0/24", "eno1")
@@ -98,8 +99,24 @@ def test_boot_resources_sources_rack_controllers(client):
     assert {"ubuntu/jammy", "ubuntu/noble"} <= names
     (source,) = client.boot_sources.list()
     assert source.url == "http://images.maas.io/ephemeral-v3/stable/"
+    # the selections the synced images came from (python-libmaas's BootSourceSelections objects)
+    origin = client._origin
+    chosen = origin.BootSourceSelections.read(source)
+    assert {(x.os, x.release) for x in chosen} >= {("ubuntu", "jammy"), ("ubuntu", "noble")}
+    first = origin.BootSourceSelection.read(source, chosen[0].id)
+    assert (first.release, list(first.arches), first.boot_source.id) == (chosen[0].release, ["amd64"], source.id)
+    with pytest.raises(CallError) as err:
+        origin.BootSourceSelection.read(source, 999)
+    assert err.value.status == 404 and err.value.content == b"No BootSourceSelection matches the given query."
     (rack,) = client.rack_controllers.list()
     assert rack.hostname == "maas-rack"
+    # the one host is region and rack (node_type 4), as a snap-installed MAAS: both handlers list it
+    (region,) = client.region_controllers.list()
+    assert (region.system_id, region.hostname) == (rack.system_id, "maas-rack")
+    assert client.region_controllers.get(rack.system_id).fqdn == rack.fqdn
+    with pytest.raises(CallError) as err:
+        client._origin.session.RegionController.read(system_id="nosuch")
+    assert err.value.status == 404
 
 
 def test_events_ssh_keys_devices(client, sim, tag):
@@ -163,9 +180,13 @@ def test_static_ip_on_the_boot_interface(client, sim, tag):
                                       ip_address="10.1.2.3")  # fmt: skip
     assert err.value.status == 400 and b"not in the given subnet" in err.value.content
     eth0 = client.machines.get(m["system_id"]).boot_interface
-    link = eth0.links.create(LinkMode.STATIC, subnet=client.subnets.get(1), ip_address=f"{LOOP}.2.240")
-    assert (link.mode, link.ip_address) == (LinkMode.STATIC, f"{LOOP}.2.240")
+    # an address no machine holds (the simulator is shared with the rest of the run, runs before this one too)
+    taken = {x["ip"] for x in sim.ctl("GET", "machines")} | {ip for x in sim.ctl("GET", "machines")
+                                                              for ip in x["ip_addresses"]}  # fmt: skip
+    static = next(f"{LOOP}.2.{n}" for n in range(240, 200, -1) if f"{LOOP}.2.{n}" not in taken)
+    link = eth0.links.create(LinkMode.STATIC, subnet=client.subnets.get(1), ip_address=static)
+    assert (link.mode, link.ip_address) == (LinkMode.STATIC, static)
     machine = client.machines.get(m["system_id"])
-    assert machine.ip_addresses == [f"{LOOP}.2.240"]  # a sticky address shows before deployment too
+    assert machine.ip_addresses == [static]  # a sticky address shows before deployment too
     machine.deploy()
-    assert sim.state(m["system_id"])["ip"] == f"{LOOP}.2.240"
+    assert sim.state(m["system_id"])["ip"] == static
