@@ -80,8 +80,8 @@ lines:
   type: list
   elements: str
   sample:
-    - "NAME                                          REPLICAS  AVAILABLE  READY  UP TO DATE  STATUS  ..."
-    - "Cluster/c1                                    3/3       2          2      3           InfrastructureReady=True ..."
+    - "NAME                                   REPLICAS  AVAILABLE  READY  UP TO DATE  STATUS  ..."
+    - "Cluster/c1                             3/3                  2      3           InfrastructureReady=True ..."
     - "        └─MachineInfrastructure - Metal3Machine/c1-md-0-x  AssociateBareMetalHost=False ..."
 failing:
   description: The failing lines, depth first.

@@ -97,16 +97,16 @@ def build(store, stuck: bool = False) -> None:
     store.update_status(m3c)
     put(store, bootstrap_secret("bootstrap", NS))
     kcp, md, ms = _topology(store)
-    for name, role in (("h-cp-0", "control-plane"), ("h-w-0", "worker"), ("h-w-1", "worker")):
-        put(store, bmh(name, NS, labels={"role": role}))
+    for name, slot in (("h-cp-0", "cp"), ("h-w-0", "w0"), ("h-w-1", "w1")):  # one host per machine: no dice
+        put(store, bmh(name, NS, labels={"slot": slot}))
         store.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-bmc", "namespace": NS},
                       "stringData": {"username": "admin", "password": SECRET_TEXT}})  # fmt: skip
     put(store, _owned(machine(CP, "c1", NS, control_plane=True), kcp))
-    put(store, metal3_machine(CP, NS, host_selector={"matchLabels": {"role": "control-plane"}}))
+    put(store, metal3_machine(CP, NS, host_selector={"matchLabels": {"slot": "cp"}}))
     labels = {names.SET_NAME_LABEL: meta.name(ms), names.DEPLOYMENT_NAME_LABEL: meta.name(md)}
     for i, name in enumerate(WORKERS):
         put(store, _owned(machine(name, "c1", NS, labels=labels), ms))
-        selector = {"rack": "r9"} if stuck and i == 1 else {"role": "worker"}
+        selector = {"rack": "r9"} if stuck and i == 1 else {"slot": f"w{i}"}
         put(store, metal3_machine(name, NS, host_selector={"matchLabels": selector}))
     nodes = []
     mgr = MachineManager(
