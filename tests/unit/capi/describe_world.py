@@ -16,8 +16,8 @@ import datetime
 
 from capi_objects import bmh, bootstrap_secret, cluster, machine, metal3_cluster, metal3_machine, put
 
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import describe, machineset, refs
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import machine as capi_machine
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import machineset, refs
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import NoHostAvailable
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import drivers
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import provider_id
@@ -176,3 +176,18 @@ def _statuses(store, kcp: dict, md: dict, ms: dict) -> None:
         obj = store.get(kind, name, NS)
         obj["status"] = dict(counts)
         store.update_status(obj)
+
+
+def cells(lines: list[str]) -> list[tuple]:
+    """Each line cut at the header's column starts: the cells must sit under their headings."""
+    header = lines[0]
+    starts = [header.index(h) for h in describe.HEADER]
+    assert starts == sorted(starts) and starts[0] == 0
+    out = []
+    for line in lines[1:]:
+        for start in starts[1:]:  # a cell never runs into the next column
+            assert len(line) <= start or line[start - 2 : start] == "  ", (line, start)
+        bounds = list(zip(starts, starts[1:] + [None], strict=True))
+        row = tuple(line[a:b].strip() for a, b in bounds)
+        out.append((line[: starts[1]].rstrip(), *row[1:]))  # the name keeps its tree prefix
+    return out

@@ -12,7 +12,7 @@ import json
 
 import pytest
 from capi_objects import cluster, machine, put
-from describe_world import CP, NOW, NS, SECRET_TEXT, WORKERS, build
+from describe_world import CP, NOW, NS, SECRET_TEXT, WORKERS, build, cells
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import describe
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
@@ -23,21 +23,6 @@ NO_HOST = (
     "No available host found: no available host matching rack=r9; 3 BareMetalHost(s) in demo, 0 matching: "
     "h-cp-0 labels do not match; h-w-0 labels do not match; h-w-1 labels do not match"
 )
-
-
-def cells(lines: list[str]) -> list[tuple]:
-    """Each line cut at the header's column starts: the cells must sit under their headings."""
-    header = lines[0]
-    starts = [header.index(h) for h in describe.HEADER]
-    assert starts == sorted(starts) and starts[0] == 0
-    out = []
-    for line in lines[1:]:
-        for start in starts[1:]:  # a cell never runs into the next column
-            assert len(line) <= start or line[start - 2 : start] == "  ", (line, start)
-        bounds = list(zip(starts, starts[1:] + [None], strict=True))
-        row = tuple(line[a:b].strip() for a, b in bounds)
-        out.append((line[: starts[1]].rstrip(), *row[1:]))  # the name keeps its tree prefix
-    return out
 
 
 HOST_OK = ("operationalStatus=OK", "provisioned", "4h", "")
