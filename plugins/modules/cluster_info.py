@@ -108,10 +108,10 @@ def main():
     p = module.params
     ns = p["namespace"] or module.namespace
     with module.errors():
-        from ansible_collections.baremetal.capi.plugins.module_utils.capi import describe
+        from ansible_collections.baremetal.capi.plugins.module_utils.capi import describe, describe_text
 
         tree = describe.describe(module.store, p["cluster"], ns)
-        module.exit(False, tree=tree, lines=describe.render(tree), failing=describe.failing(tree))
+        module.exit(False, tree=tree, lines=describe_text.render(tree), failing=describe_text.failing(tree))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import datetime
 
 from capi_objects import bmh, bootstrap_secret, cluster, machine, metal3_cluster, metal3_machine, put
 
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import describe, machineset, refs
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import describe_text, machineset, refs
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import machine as capi_machine
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import NoHostAvailable
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import drivers
@@ -181,7 +181,7 @@ def _statuses(store, kcp: dict, md: dict, ms: dict) -> None:
 def cells(lines: list[str]) -> list[tuple]:
     """Each line cut at the header's column starts: the cells must sit under their headings."""
     header = lines[0]
-    starts = [header.index(h) for h in describe.HEADER]
+    starts = [header.index(h) for h in describe_text.HEADER]
     assert starts == sorted(starts) and starts[0] == 0
     out = []
     for line in lines[1:]:

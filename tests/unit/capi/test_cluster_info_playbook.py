@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from describe_world import NS, WORKERS, build, cells
 
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import describe
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import describe, describe_text
 from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
 
 REPO = Path(__file__).resolve().parents[3]
@@ -57,7 +57,7 @@ def versions(db: Path) -> dict:
 def expected(db: Path) -> list[tuple]:
     store = SqliteStore(str(db))
     try:
-        return [row[:7] + row[8:] for row in cells(describe.render(describe.describe(store, "c1", NS)))]
+        return [row[:7] + row[8:] for row in cells(describe_text.render(describe.describe(store, "c1", NS)))]
     finally:
         store.close()
 

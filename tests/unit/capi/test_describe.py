@@ -14,7 +14,7 @@ import pytest
 from capi_objects import cluster, machine, put
 from describe_world import CP, NOW, NS, SECRET_TEXT, WORKERS, build, cells
 
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import describe
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import describe, describe_text
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, names
 
@@ -52,18 +52,18 @@ def healthy_rows(w1_host="h-w-1") -> list[tuple]:
 def test_a_healthy_cluster_reads_as_clusterctl_describe_prints_it(store):
     build(store)
     tree = describe.describe(store, "c1", NS)
-    lines = describe.render(tree, NOW)
+    lines = describe_text.render(tree, NOW)
     assert lines[0].split() == ["NAME", "REPLICAS", "AVAILABLE", "READY", "UP", "TO", "DATE", "STATUS", "REASON",
                                 "SINCE", "MESSAGE"]  # fmt: skip
     assert cells(lines) == healthy_rows()
-    assert describe.failing(tree) == []
+    assert describe_text.failing(tree) == []
     assert lines[3] == lines[3].rstrip() and lines[4].startswith("│ └─Machine/c1-cp-x7k2p ")
 
 
 def test_a_machine_with_no_host_matching_says_why_on_its_line(store):
     build(store, stuck=True)
     tree = describe.describe(store, "c1", NS)
-    lines = describe.render(tree, NOW)
+    lines = describe_text.render(tree, NOW)
     want = healthy_rows()[:12] + [
         (f"      └─Machine/{W1}", "1", "0", "0", "", "InfrastructureReady=False", "InfrastructureNotReady", "4h",
          f"Metal3Machine {W1} is not provisioned yet"),
@@ -79,7 +79,7 @@ def test_a_machine_with_no_host_matching_says_why_on_its_line(store):
     # the message goes on under the MESSAGE column, on the line right below the failing object's
     assert lines[-1].lstrip() == NO_HOST[NO_HOST.index("h-cp-0") :]
     assert lines[-1].index("h-cp-0") == lines[0].index("MESSAGE")
-    failing = describe.failing(tree)
+    failing = describe_text.failing(tree)
     assert [f["object"] for f in failing] == [f"Machine/{W1}", f"MachineInfrastructure - Metal3Machine/{W1}"]
     stored = conditions.get(store.get("Metal3Machine", W1, NS), names.ASSOCIATE_BMH)
     assert failing[1]["condition"] == {k: stored[k] for k in failing[1]["condition"]}
@@ -106,7 +106,7 @@ def test_secrets_are_never_read_nor_shown(store):
     spy = Recording(store)
     tree = describe.describe(spy, "c1", NS)
     assert "Secret" not in spy.kinds and "BareMetalHost" in spy.kinds
-    text = json.dumps(tree) + "\n".join(describe.render(tree, NOW))
+    text = json.dumps(tree) + "\n".join(describe_text.render(tree, NOW))
     assert SECRET_TEXT not in text and "userData" not in text and "bmc" not in text
 
 
@@ -114,7 +114,7 @@ def test_missing_references_get_failing_lines_and_orphans_go_under_other(store):
     put(store, cluster("c2", NS))  # its Metal3Cluster was never created
     put(store, machine("lone", "c2", NS))  # no owner, no infrastructure machine
     tree = describe.describe(store, "c2", NS)
-    rows = cells(describe.render(tree, NOW))
+    rows = cells(describe_text.render(tree, NOW))
     assert rows[1][:1] + rows[1][5:7] == ("├─ClusterInfrastructure - Metal3Cluster/c2", "Exists=False", "NotFound")
     assert rows[1][8] == "Metal3Cluster demo/c2 not found"
     assert [r[0] for r in rows[2:]] == [
@@ -124,7 +124,7 @@ def test_missing_references_get_failing_lines_and_orphans_go_under_other(store):
         "      └─MachineInfrastructure - Metal3Machine/lone",
     ]
     assert rows[4][1:] == ("1", "0", "0", "", "", "", "", "")  # never reconciled: no condition to show yet
-    assert [f["object"] for f in describe.failing(tree)] == [
+    assert [f["object"] for f in describe_text.failing(tree)] == [
         "ClusterInfrastructure - Metal3Cluster/c2",
         "MachineInfrastructure - Metal3Machine/lone",
     ]
@@ -183,14 +183,14 @@ def test_a_maas_cluster_shows_each_machines_maas_machine(store):
         put(store, {**mm, "status": {"machineState": state, "machinePowered": state == "Deployed",
                                      "hostname": f"node-{system_id}", "conditions": [deployed]}})  # fmt: skip
     tree = describe.describe(store, "m1", NS)
-    rows = cells(describe.render(tree, NOW))
+    rows = cells(describe_text.render(tree, NOW))
     by_name = {r[0].lstrip("│├└─ "): r for r in rows}
     assert by_name["ClusterInfrastructure - MaasCluster/m1"][5] == "LoadBalancerReady=True"
     assert by_name["MAAS machine - abc123"][5:7] == ("machineState=Deployed", "PoweredOn")
     assert by_name["MAAS machine - abc123"][8] == "node-abc123"
     assert by_name["MachineInfrastructure - MaasMachine/m1-b"][5:9:3] == ("MachineDeployed=False", "deploy failed")
     assert by_name["MAAS machine - def456"][5:7] == ("machineState=Failed deployment", "PoweredOff")
-    assert [f["object"] for f in describe.failing(tree)] == [
+    assert [f["object"] for f in describe_text.failing(tree)] == [
         "MachineInfrastructure - MaasMachine/m1-b",
         "MAAS machine - def456",
     ]
@@ -203,17 +203,17 @@ def test_a_maas_cluster_shows_each_machines_maas_machine(store):
      (3 * 365 * 86400 + 86400, "3y1d"), (9 * 365 * 86400, "9y")],
 )  # fmt: skip
 def test_since_reads_as_kubectl_ages(seconds, want):
-    assert describe.human_duration(seconds) == want
+    assert describe_text.human_duration(seconds) == want
 
 
 def test_long_messages_wrap_at_100_columns_keeping_line_breaks():
     text = " ".join(["word"] * 40) + "\n* item " + " ".join(["x"] * 60)
-    lines = describe.format_paragraph(text)
+    lines = describe_text.format_paragraph(text)
     assert all(len(line) <= 100 for line in lines) and len(lines) == 4
     assert lines[2].startswith("* item") and lines[3].startswith("  x")
-    assert describe.format_paragraph("") == [""]
+    assert describe_text.format_paragraph("") == [""]
 
 
 def test_since_of_an_unparseable_time_is_blank():
     tree = describe.virtual("x", condition={"type": "Ready", "status": "True", "lastTransitionTime": "yesterday"})
-    assert cells(describe.render(tree, datetime.datetime.now(datetime.UTC)))[0][7] == ""
+    assert cells(describe_text.render(tree, datetime.datetime.now(datetime.UTC)))[0][7] == ""
