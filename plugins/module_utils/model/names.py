@@ -78,6 +78,12 @@ INFRASTRUCTURE_READY = "InfrastructureReady"
 BOOTSTRAP_CONFIG_READY = "BootstrapConfigReady"
 NODE_READY = "NodeReady"
 NODE_HEALTHY = "NodeHealthy"
+ROLLING_OUT = "RollingOut"
+SCALING_UP = "ScalingUp"
+SCALING_DOWN = "ScalingDown"
+REMEDIATING = "Remediating"
+# Conditions whose True is the unhealthy state (cluster-api internal/util/tree: negativePolarityConditions)
+NEGATIVE_POLARITY_CONDITIONS = (PAUSED, DELETING, ROLLING_OUT, SCALING_UP, SCALING_DOWN, UPDATING, REMEDIATING)
 # Condition reasons (v1beta2, cluster.x-k8s.io/api/core/v1beta2 *_conditions.go)
 READY_REASON = "Ready"
 NOT_READY_REASON = "NotReady"
