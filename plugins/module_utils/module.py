@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import time
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
@@ -357,6 +358,21 @@ class CapiModule(AnsibleModule):
         """Call ``fn(*args, **kwargs)`` inside ``errors()`` and return what it returns."""
         with self.errors():
             return fn(*args, **kwargs)
+
+    def until(self, attempt, *waits):
+        """``attempt()`` again every ``wait_sleep`` seconds while it raises one of ``waits`` (wait_argument_spec).
+
+        One attempt without ``wait`` or in check mode; the last error once ``wait_timeout`` would pass.
+        """
+        p = self.params
+        deadline = time.monotonic() + p["wait_timeout"]
+        while True:
+            try:
+                return attempt()
+            except waits:
+                if not p["wait"] or self.check_mode or time.monotonic() + p["wait_sleep"] > deadline:
+                    raise
+                time.sleep(p["wait_sleep"])
 
 
 def scrub(text: str, no_log) -> str:
