@@ -25,3 +25,32 @@ current-context: x
     client = wl.cached_client(text)
     with pytest.raises(wl.WorkloadUnavailable):
         client.list_nodes()
+
+
+def test_a_refusal_is_typed_forbidden_and_other_answers_are_not():
+    """A caller (reboot remediation's Node restore) tells a 403 by its type, never by the message text."""
+    from kubernetes.client.exceptions import ApiException
+
+    from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Forbidden
+
+    text = """
+apiVersion: v1
+kind: Config
+clusters: [{name: x, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: x, user: u}}]
+current-context: x
+"""
+    client = wl.cached_client(text)
+
+    def answer(status):
+        def fn(**_kw):
+            raise ApiException(status=status, reason="no")
+
+        return fn
+
+    with pytest.raises(Forbidden, match="answered 403"):
+        client._call("patch Node n", answer(403))
+    with pytest.raises(CapiError, match="answered 500") as info:
+        client._call("patch Node n", answer(500))
+    assert not isinstance(info.value, Forbidden)
