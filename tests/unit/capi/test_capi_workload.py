@@ -7,14 +7,8 @@ import pytest
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound
 
-
-def test_missing_secret_is_not_found(store):
-    with pytest.raises(NotFound):
-        wl.client_for(store, "nope", "default")
-
-
-def test_unreachable_api_requeues():
-    text = """
+# A kubeconfig whose API server is never there (port 1).
+UNREACHABLE = """
 apiVersion: v1
 kind: Config
 clusters: [{name: x, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
@@ -22,7 +16,15 @@ users: [{name: u, user: {token: t}}]
 contexts: [{name: x, context: {cluster: x, user: u}}]
 current-context: x
 """
-    client = wl.cached_client(text)
+
+
+def test_missing_secret_is_not_found(store):
+    with pytest.raises(NotFound):
+        wl.client_for(store, "nope", "default")
+
+
+def test_unreachable_api_requeues():
+    client = wl.cached_client(UNREACHABLE)
     with pytest.raises(wl.WorkloadUnavailable):
         client.list_nodes()
 
@@ -33,15 +35,7 @@ def test_a_refusal_is_typed_forbidden_and_other_answers_are_not():
 
     from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Forbidden
 
-    text = """
-apiVersion: v1
-kind: Config
-clusters: [{name: x, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: x, context: {cluster: x, user: u}}]
-current-context: x
-"""
-    client = wl.cached_client(text)
+    client = wl.cached_client(UNREACHABLE)
 
     def answer(status):
         def fn(**_kw):

@@ -4,31 +4,15 @@ error path (module.py controller_call, the same as CapiModule.errors for a modul
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-import yaml
 
 from ansible_collections.baremetal.capi.plugins.module_utils.store.base import open_store
-
-REPO = Path(__file__).resolve().parents[3]
-PASSWORD = "s3cret-bmc-password"
+from tests.unit.hosts.test_baremetalhost_module import PASSWORD, entry
+from tests.unit.roles.test_role_store import run_play
 
 
 def test_the_action_plugins_call_the_engine_and_report_its_errors(tmp_path):
     store = {"kind": "sqlite", "path": str(tmp_path / "state.db"), "namespace": "lab"}
-    host = {
-        "name": "node-0",
-        "spec": {
-            "bmc": {"address": "redfish-virtualmedia+http://127.0.0.1:8000/redfish/v1/Systems/1"},
-            "bootMACAddress": "00:5c:52:31:3a:01",
-            "online": True,
-        },
-        "bmc_username": "admin",
-        "bmc_password": PASSWORD,
-    }
+    host = entry()
     out = tmp_path / "results.json"
     tasks = [
         {
@@ -56,24 +40,7 @@ def test_the_action_plugins_call_the_engine_and_report_its_errors(tmp_path):
             },
         },
     ]
-    path = tmp_path / "play.yml"
-    path.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}], sort_keys=False))
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=str(REPO / "build"),
-        ANSIBLE_LOCALHOST_WARNING="False",
-        ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
-        XDG_STATE_HOME=str(tmp_path / "default-state"),
-    )
-    for var in ("BAREMETAL_CAPI_STORE_KIND", "BAREMETAL_CAPI_STORE_PATH", "K8S_AUTH_HOST", "K8S_AUTH_API_KEY"):
-        env.pop(var, None)
-    argv = [
-        str(Path(sys.executable).with_name("ansible-playbook")),
-        str(path),
-        "-e",
-        json.dumps({"ansible_python_interpreter": sys.executable}),
-    ]
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    proc = run_play(tmp_path, tasks)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
     results = json.loads(out.read_text())
 
