@@ -166,9 +166,9 @@ def main():
             except NotFound:
                 before[key] = None
         if p["state"] == "absent":  # the data Secrets go with the Metal3Data
-            result = manager.delete(p["metal3machine"], ns, check=module.check_mode)
-            changed = result.pop("changed")
-            module.exit(changed, before=before, after=dict.fromkeys(before) if changed else before, **result)
+            removed = manager.delete(p["metal3machine"], ns, check=module.check_mode)
+            changed = removed.pop("changed")
+            module.exit(changed, before=before, after=dict.fromkeys(before) if changed else before, **removed)
         result = module.until(
             lambda: manager.reconcile(p["metal3machine"], ns, check=module.check_mode), AllocationFailed, Requeue
         )
