@@ -172,11 +172,10 @@ def main():
         result = module.until(
             lambda: manager.reconcile(p["metal3machine"], ns, check=module.check_mode), AllocationFailed, Requeue
         )
-        result.pop("claim", None)
         after = {"metaData": result["metaData"], "networkData": result["networkData"]}
-        result["meta_data"] = result.pop("metaData")
-        result["network_data"] = result.pop("networkData")
-        module.exit(result.pop("changed"), before=before, after=after, **result)
+        renamed = {"metaData": "meta_data", "networkData": "network_data"}
+        out = {renamed.get(k, k): v for k, v in result.items() if k not in ("changed", "claim")}
+        module.exit(result["changed"], before=before, after=after, **out)
 
 
 if __name__ == "__main__":
