@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import random
-import socket
 
 from lab.config import LabConfig, load
+from lab.process import port_open
 
 # The /24s of a lab's 127.A.0.0/16 and what uses them.
 USES = {
@@ -38,14 +38,6 @@ def here(text: str, cfg: LabConfig | None = None) -> str:
     if not text.startswith("127.0."):
         raise ValueError(f"{text!r} is not a 127.0.X address of the default lab")
     return f"{(cfg or load()).loopback}.{text[len('127.0.') :]}"
-
-
-def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 def free_endpoint(third: int, port: int = 6443, cfg: LabConfig | None = None, rand=random, taken=None) -> str:

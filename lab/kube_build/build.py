@@ -209,16 +209,15 @@ def _download(log, attempts: int = 4) -> None:
             time.sleep(5 * attempt)
 
 
-def build(cfg, force: bool = False, log=print) -> Path:
-    """The folder with etcd, kube-apiserver and kube-controller-manager, built if missing."""
-    out = cache_dir(cfg)
-    if not force and cached(cfg):
-        return out
-    with _lock(out.parent / ".build.lock"):
-        # Another process may have built it while this one waited for the lock.
-        if not force and cached(cfg):
-            return out
-        log(f"building kube-apiserver {K8S_VERSION}, kube-controller-manager, etcd {ETCD_VERSION} into {out} ...")
+def _go_build(out: Path, lock: str, done, what: str, output: str, package: str, record, log) -> dict | None:
+    """``go build`` of ``package`` into the folder ``out``, once: under the lock ``lock`` and only while
+    ``done()`` is false (another process may have built it while this one waited for the lock); into a
+    temporary folder that replaces ``out`` whole, with the STAMP ``record(seconds)`` gives (returned; None
+    when ``done()``)."""
+    with _lock(out.parent / lock):
+        if done():
+            return None
+        log(f"building {what} into {out} ...")
         t0 = time.monotonic()
         if sync_module():
             log("go.mod regenerated for the new versions; commit lab/kube_build/go.mod and go.sum")
@@ -227,24 +226,40 @@ def build(cfg, force: bool = False, log=print) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         try:
-            _go("build", "-ldflags", _ldflags(), "-o", str(tmp) + "/", "./cmd/...")
+            _go("build", "-ldflags", _ldflags(), "-o", str(tmp / output) if output else str(tmp) + "/", package)
         except BuildError:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        stamp = record(round(time.monotonic() - t0, 1))
+        (tmp / STAMP).write_text(json.dumps(stamp, indent=1) + "\n")
+        shutil.rmtree(out, ignore_errors=True)
+        os.replace(tmp, out)
+    return stamp
+
+
+def build(cfg, force: bool = False, log=print) -> Path:
+    """The folder with etcd, kube-apiserver and kube-controller-manager, built if missing."""
+    out = cache_dir(cfg)
+    if not force and cached(cfg):
+        return out
+
+    def record(seconds: float) -> dict:
         # ru_maxrss of RUSAGE_CHILDREN: the largest waited-for descendant (a compile or the link), in KiB.
         peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        record = {
+        stamp = {
             "kubernetes": K8S_VERSION,
             "etcd": ETCD_VERSION,
             "go": _go("env", "GOVERSION", capture=True).strip(),
-            "seconds": round(time.monotonic() - t0, 1),
+            "seconds": seconds,
             "peak_rss_mib": round(peak_kib / 1024),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        (tmp / STAMP).write_text(json.dumps(record, indent=1) + "\n")
-        shutil.rmtree(out, ignore_errors=True)
-        os.replace(tmp, out)
-        log(f"built in {record['seconds']}s, peak RSS {record['peak_rss_mib']} MiB")
+        return stamp
+
+    what = f"kube-apiserver {K8S_VERSION}, kube-controller-manager, etcd {ETCD_VERSION}"
+    stamp = _go_build(out, ".build.lock", lambda: not force and cached(cfg), what, "", "./cmd/...", record, log)
+    if stamp:
+        log(f"built in {stamp['seconds']}s, peak RSS {stamp['peak_rss_mib']} MiB")
     return out
 
 
@@ -271,27 +286,14 @@ def build_kubeadm(cfg, force: bool = False, log=print) -> Path:
     out = kubeadm_dir(cfg)
     if not force and kubeadm_cached(cfg):
         return out / KUBEADM
-    with _lock(out.parent / ".kubeadm.lock"):
-        if not force and kubeadm_cached(cfg):
-            return out / KUBEADM
-        log(f"building kubeadm {K8S_VERSION} into {out} ...")
-        t0 = time.monotonic()
-        if sync_module():
-            log("go.mod regenerated for the new versions; commit lab/kube_build/go.mod and go.sum")
-        _download(log)
-        tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        try:
-            _go("build", "-ldflags", _ldflags(), "-o", str(tmp / KUBEADM), "./tools/kubeadm")
-        except BuildError:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        record = {"kubernetes": K8S_VERSION, "seconds": round(time.monotonic() - t0, 1)}
-        (tmp / STAMP).write_text(json.dumps(record, indent=1) + "\n")
-        shutil.rmtree(out, ignore_errors=True)
-        os.replace(tmp, out)
-        log(f"built kubeadm in {record['seconds']}s")
+
+    def record(seconds: float) -> dict:
+        return {"kubernetes": K8S_VERSION, "seconds": seconds}
+
+    done = lambda: not force and kubeadm_cached(cfg)  # noqa: E731
+    stamp = _go_build(out, ".kubeadm.lock", done, f"kubeadm {K8S_VERSION}", KUBEADM, "./tools/kubeadm", record, log)
+    if stamp:
+        log(f"built kubeadm in {stamp['seconds']}s")
     return out / KUBEADM
 
 

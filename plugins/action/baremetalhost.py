@@ -44,38 +44,28 @@ class ActionModule(ActionBase):
         return self._hosts(result, params, set(validation._no_log_values))
 
     def _hosts(self, result: dict, params: dict, no_log: set) -> dict:
-        from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, NotFound
         from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import host_task
         from ansible_collections.baremetal.capi.plugins.module_utils.module import (
+            controller_call,
+            default_namespace,
             failed_result,
             mask,
             scrub,
-            store_options,
         )
-        from ansible_collections.baremetal.capi.plugins.module_utils.store.base import open_store
 
         check = bool(self._task.check_mode)
-        ns = params["namespace"] or (params.get("store") or {}).get("namespace") or "default"
+        ns = params["namespace"] or default_namespace(params)
         t0 = time.monotonic()
 
         def progress(key: str, message: str) -> None:
             display.display(scrub(f"  BareMetalHost {key}: {message}  [+{time.monotonic() - t0:.0f}s]", no_log))
 
-        store = None
-        try:
-            store = open_store(store_options(params, no_log))
-            done = host_task.run(params, store, ns, check, progress=progress)
-        except NotFound as exc:
-            if not check:
-                return failed_result(result, str(exc), no_log, error=type(exc).__name__)
-            display.warning(f"check mode: {exc}; an earlier task would create it, so this one would act on it then")
-            result.update(changed=True, msg=f"would act once it exists: {exc}", check_mode_missing=str(exc))
-            return result
-        except CapiError as exc:
-            return failed_result(result, str(exc), no_log, error=type(exc).__name__)
-        finally:
-            if store is not None:
-                store.close()
+        def hosts(store):
+            return host_task.run(params, store, ns, check, progress=progress)
+
+        done, failed = controller_call(result, params, no_log, check, hosts, display.warning)
+        if failed is not None:
+            return failed
         result.update(changed=done["changed"], hosts=mask(done["hosts"]))
         if self._task.diff:
             result["diff"] = {"before": mask(done["before"]), "after": mask(done["after"])}

@@ -48,17 +48,16 @@ class ActionModule(ActionBase):
 
     def _converge(self, result: dict, params: dict, no_log: set) -> dict:
         from ansible_collections.baremetal.capi.plugins.module_utils.capi import converge_task
-        from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, NotFound
         from ansible_collections.baremetal.capi.plugins.module_utils.module import (
+            controller_call,
+            default_namespace,
             failed_result,
             mask,
             scrub,
-            store_options,
         )
-        from ansible_collections.baremetal.capi.plugins.module_utils.store.base import open_store
 
         check = bool(self._task.check_mode)
-        ns = params["namespace"] or (params.get("store") or {}).get("namespace") or "default"
+        ns = params["namespace"] or default_namespace(params)
         cluster = f"{ns}/{params['cluster']}"
         verbose = display.verbosity >= 1
         t0 = time.monotonic()
@@ -90,24 +89,14 @@ class ActionModule(ActionBase):
         def abandoned() -> bool:
             return os.getppid() != parent
 
-        store = None
-        try:
-            store = open_store(store_options(params, no_log))
-            report = converge_task.run(
+        def converge(store):
+            return converge_task.run(
                 params, store, ns, maas_options=maas_options, check_mode=check, progress=progress, abort=abandoned
             )
-        except NotFound as exc:
-            if not check:
-                return failed_result(result, str(exc), no_log, error=type(exc).__name__)
-            # a plan: an earlier task of the same check run would create what this one works on
-            display.warning(f"check mode: {exc}; an earlier task would create it, so this one would act on it then")
-            result.update(changed=True, msg=f"would act once it exists: {exc}", check_mode_missing=str(exc))
-            return result
-        except CapiError as exc:
-            return failed_result(result, str(exc), no_log, error=type(exc).__name__)
-        finally:
-            if store is not None:
-                store.close()
+
+        report, failed = controller_call(result, params, no_log, check, converge, display.warning)
+        if failed is not None:
+            return failed
         out, failure = converge_task.outcome(params, ns, report, check)
         if verbose and params["wait"] and not check:
             display.display(

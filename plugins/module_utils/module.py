@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import time
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
@@ -229,6 +230,11 @@ def store_options(params: dict, no_log_values: set) -> dict:
     return resolved
 
 
+def default_namespace(params: dict) -> str:
+    """The namespace of a task that names none: ``store.namespace``, else ``default``."""
+    return (params.get("store") or {}).get("namespace") or "default"
+
+
 class CapiModule(AnsibleModule):
     """AnsibleModule plus the collection's common options, store and error path."""
 
@@ -252,7 +258,7 @@ class CapiModule(AnsibleModule):
     @property
     def namespace(self) -> str:
         """The namespace a module works in when its task names none: ``store.namespace`` or ``default``."""
-        return (self.params.get("store") or {}).get("namespace") or "default"
+        return default_namespace(self.params)
 
     def maas_options(self) -> dict:
         """``url``, ``api_key``, ``validate_certs``, ``ca_bundle`` of the MAAS connection; fails when one is missing."""
@@ -358,6 +364,21 @@ class CapiModule(AnsibleModule):
         with self.errors():
             return fn(*args, **kwargs)
 
+    def until(self, attempt, *waits):
+        """``attempt()`` again every ``wait_sleep`` seconds while it raises one of ``waits`` (wait_argument_spec).
+
+        One attempt without ``wait`` or in check mode; the last error once ``wait_timeout`` would pass.
+        """
+        p = self.params
+        deadline = time.monotonic() + p["wait_timeout"]
+        while True:
+            try:
+                return attempt()
+            except waits:
+                if not p["wait"] or self.check_mode or time.monotonic() + p["wait_sleep"] > deadline:
+                    raise
+                time.sleep(p["wait_sleep"])
+
 
 def scrub(text: str, no_log) -> str:
     """``text`` with every no_log value (4 characters or more) masked, for lines an action prints itself."""
@@ -371,3 +392,29 @@ def failed_result(result: dict, msg: str, no_log, **extra) -> dict:
     """An action plugin's failed result: its message scrubbed of the no_log values."""
     result.update(failed=True, msg=scrub(msg, no_log), **extra)
     return result
+
+
+def controller_call(result: dict, params: dict, no_log: set, check: bool, call, warn):
+    """An action plugin's engine call, with CapiModule.errors' error path: ``(call(store), None)``, or
+    ``(None, result)`` once an engine error made the result (in check mode a NotFound is the plan's changed).
+
+    The store is opened from the task's options and closed after the call.
+    """
+    from ansible_collections.baremetal.capi.plugins.module_utils.store.base import open_store
+
+    store = None
+    try:
+        store = open_store(store_options(params, no_log))
+        return call(store), None
+    except NotFound as exc:
+        if not check:
+            return None, failed_result(result, str(exc), no_log, error=type(exc).__name__)
+        # a plan: an earlier task of the same check run would create what this one works on
+        warn(f"check mode: {exc}; an earlier task would create it, so this one would act on it then")
+        result.update(changed=True, msg=f"would act once it exists: {exc}", check_mode_missing=str(exc))
+        return None, result
+    except CapiError as exc:
+        return None, failed_result(result, str(exc), no_log, error=type(exc).__name__)
+    finally:
+        if store is not None:
+            store.close()

@@ -13,7 +13,6 @@ fresh read rather than overwrite; nothing is written when nothing differs.
 from __future__ import annotations
 
 import copy
-import random
 import time
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
@@ -25,6 +24,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
 )
 from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta
 from ansible_collections.baremetal.capi.plugins.module_utils.store import common
+from ansible_collections.baremetal.capi.plugins.module_utils.store import mutate as rmw
 
 # Metadata the store owns: ignored when given (an object read back from
 # object_info can be fed to object unchanged).  resourceVersion is a
@@ -136,7 +136,8 @@ def apply(store, obj: dict, k: kinds.Kind, *, force: bool = False, check: bool =
     md = body["metadata"]
     expected_rv = md.pop("resourceVersion", None)
     name, ns = md["name"], md.get("namespace")
-    for _attempt in range(_ATTEMPTS):
+
+    def attempt():
         try:
             before = store.get(k.key, name, ns)
         except NotFound:
@@ -154,23 +155,29 @@ def apply(store, obj: dict, k: kinds.Kind, *, force: bool = False, check: bool =
                     after["status"] = merge_patch({}, status)
                 return True, None, after, "create"
             try:
-                after = store.create(want)
-            except AlreadyExists:
-                continue  # someone else created it meanwhile: patch theirs
-            if status:
-                after = _write_status(store, after, merge_patch({}, status))
-            return True, None, after, "create"
+                return True, None, store.create(want), "create"
+            except AlreadyExists as exc:  # someone else created it meanwhile: patch theirs
+                raise Conflict(exc.message, obj=exc.obj) from None
         if expected_rv and str(expected_rv) != before["metadata"].get("resourceVersion"):
             raise common.conflict(k, name)
-        try:
-            changed, after = _update(store, before, body, status, k, force, check, admit)
-        except Conflict:
-            if expected_rv:
-                raise
-            time.sleep(_BACKOFF * (1 + random.random()))
-            continue
+        changed, after = _update(store, before, body, status, k, force, check, admit)
         return changed, before, after, ("update" if changed else None)
-    raise Conflict(f"the object kept changing while being updated ({_ATTEMPTS} attempts)", obj=meta.ref(body))
+
+    def exhausted(last: Conflict) -> Conflict:
+        if expected_rv:  # the caller's own resourceVersion is stale: not retried
+            return last
+        return Conflict(f"the object kept changing while being updated ({_ATTEMPTS} attempts)", obj=meta.ref(body))
+
+    changed, before, after, method = rmw.on_conflict(
+        attempt,
+        what=meta.ref(body),
+        attempts=1 if expected_rv else _ATTEMPTS,
+        backoff=_BACKOFF,
+        exhausted=exhausted,
+    )
+    if method == "create" and status and not check:  # outside the retries: a lost race here is the caller's
+        after = _write_status(store, after, merge_patch({}, status))
+    return changed, before, after, method
 
 
 def _update(store, before, body, status, k, force, check, admit=None):

@@ -123,9 +123,7 @@ ip_address_object:
   type: dict
 """
 
-import time  # noqa: E402
-
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam import IPAM, AllocationFailed  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.module import (  # noqa: E402
@@ -153,10 +151,7 @@ def main():
     ns = p["namespace"] or module.namespace
     with module.errors():
         ipam = IPAM(module.store)
-        try:
-            before = module.store.get("IPClaim", p["name"], ns)
-        except NotFound:
-            before = None
+        before = refs.get_or_none(module.store, "IPClaim", p["name"], ns)
         if p["state"] == "absent":
             changed = ipam.delete_claim(p["name"], ns, check=module.check_mode)
             module.exit(changed, before=before, after=None, claim=None, address=None)
@@ -169,15 +164,7 @@ def main():
             labels=p["labels"] or None,
             annotations=annotations,
         )
-        deadline = time.monotonic() + p["wait_timeout"]
-        while True:
-            try:
-                changed, claim, address = ipam.apply_claim(obj, check=module.check_mode)
-                break
-            except AllocationFailed:
-                if not p["wait"] or module.check_mode or time.monotonic() + p["wait_sleep"] > deadline:
-                    raise
-                time.sleep(p["wait_sleep"])
+        changed, claim, address = module.until(lambda: ipam.apply_claim(obj, check=module.check_mode), AllocationFailed)
         result = dict(claim=claim, address=None)
         if address is not None:
             spec = address["spec"]

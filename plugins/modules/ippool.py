@@ -116,7 +116,7 @@ object:
         test1-workers-0-provisioning-pool: 172.22.0.50
 """
 
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3.ipam import IPAM  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule, namespace_argument_spec  # noqa: E402
@@ -138,10 +138,7 @@ def main():
     ns = p["namespace"] or module.namespace
     with module.errors():
         ipam = IPAM(module.store)
-        try:
-            before = module.store.get("IPPool", p["name"], ns)
-        except NotFound:
-            before = None
+        before = refs.get_or_none(module.store, "IPPool", p["name"], ns)
         if p["state"] == "absent":
             changed = ipam.delete_pool(p["name"], ns, check=module.check_mode)
             module.exit(changed, before=before, after=None, object=None)

@@ -144,38 +144,21 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    ns = p["namespace"] or module.namespace
-    check = module.check_mode
     with module.errors():
-        from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import cluster as bootstrap
-        from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import kubeadm
-        from ansible_collections.baremetal.capi.plugins.module_utils.model import names
+        from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import task
 
-        store = module.store
-        cluster = store.get("Cluster", p["cluster"], ns)
-        certs, changed = kubeadm.ensure_certificates(store, cluster, check_mode=check)
-        certs_created = changed
-        kubeconfig_secret = None
-        if kubeadm.endpoint(cluster) is not None:
-            changed |= kubeadm.ensure_kubeconfig(store, cluster, certs["ca"], check_mode=check)
-            kubeconfig_secret = p["cluster"] + names.KUBECONFIG_SECRET_SUFFIX
-        configs = bootstrap.reconcile_configs(
-            store,
-            cluster,
-            store.list("Machine", ns, {"matchLabels": {names.CLUSTER_NAME_LABEL: p["cluster"]}}),
-            tokens=bootstrap.workload_tokens(store, cluster, p["workload_kubeconfig"]),
+        changed, result = task.run(
+            module.store,
+            p["cluster"],
+            p["namespace"] or module.namespace,
             token_ttl=p["token_ttl"],
-            check=check,
-            template=kubeadm.user_data_template(p["user_data_template"]),
+            workload_kubeconfig=p["workload_kubeconfig"],
+            user_data_template=p["user_data_template"],
+            kubeconfig_dest=p["kubeconfig_dest"],
+            kubeconfig_server=p["kubeconfig_server"],
+            endpoint_addresses=p["endpoint_addresses"],
+            check=module.check_mode,
         )
-        changed |= any(c["changed"] for c in configs)
-        result = dict(configs=configs, certificates_created=certs_created, kubeconfig_secret=kubeconfig_secret)
-        if p["kubeconfig_dest"] and kubeconfig_secret:
-            wrote, result["kubeconfig_server"] = bootstrap.write_kubeconfig(
-                store, p["cluster"], ns, p["kubeconfig_dest"], server=p["kubeconfig_server"],
-                endpoint_addresses=p["endpoint_addresses"], check=check,
-            )  # fmt: skip
-            changed |= wrote
     module.exit(changed, **result)
 
 

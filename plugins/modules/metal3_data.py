@@ -126,7 +126,6 @@ secrets:
   sample: {metaData: test1-workers-7xk2p-metadata, networkData: test1-workers-7xk2p-networkdata}
 """
 
-import time  # noqa: E402
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound, Requeue  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3.data import (  # noqa: E402
@@ -160,29 +159,23 @@ def main():
         manager = DataManager(
             module.store, bmh_name_based_preallocation=p["bmh_name_based_preallocation"], update_machine_status=True
         )
-        if p["state"] == "absent":
-            result = manager.delete(p["metal3machine"], ns, check=module.check_mode)
-            module.exit(result.pop("changed"), **result)
         before = {}
         for key, suffix in (("metaData", METADATA_SUFFIX), ("networkData", NETWORKDATA_SUFFIX)):
             try:
                 before[key] = secret_payload(module.store.get("Secret", p["metal3machine"] + suffix, ns), key)
             except NotFound:
                 before[key] = None
-        deadline = time.monotonic() + p["wait_timeout"]
-        while True:
-            try:
-                result = manager.reconcile(p["metal3machine"], ns, check=module.check_mode)
-                break
-            except (AllocationFailed, Requeue):
-                if not p["wait"] or module.check_mode or time.monotonic() + p["wait_sleep"] > deadline:
-                    raise
-                time.sleep(p["wait_sleep"])
-        result.pop("claim", None)
+        if p["state"] == "absent":  # the data Secrets go with the Metal3Data
+            removed = manager.delete(p["metal3machine"], ns, check=module.check_mode)
+            changed = removed.pop("changed")
+            module.exit(changed, before=before, after=dict.fromkeys(before) if changed else before, **removed)
+        result = module.until(
+            lambda: manager.reconcile(p["metal3machine"], ns, check=module.check_mode), AllocationFailed, Requeue
+        )
         after = {"metaData": result["metaData"], "networkData": result["networkData"]}
-        result["meta_data"] = result.pop("metaData")
-        result["network_data"] = result.pop("networkData")
-        module.exit(result.pop("changed"), before=before, after=after, **result)
+        renamed = {"metaData": "meta_data", "networkData": "network_data"}
+        out = {renamed.get(k, k): v for k, v in result.items() if k not in ("changed", "claim")}
+        module.exit(result["changed"], before=before, after=after, **out)
 
 
 if __name__ == "__main__":

@@ -104,7 +104,7 @@ warnings_from_webhook:
   elements: str
 """
 
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3.data import DataManager  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule, namespace_argument_spec  # noqa: E402
@@ -126,10 +126,7 @@ def main():
     ns = p["namespace"] or module.namespace
     with module.errors():
         manager = DataManager(module.store)
-        try:
-            before = module.store.get("Metal3DataTemplate", p["name"], ns)
-        except NotFound:
-            before = None
+        before = refs.get_or_none(module.store, "Metal3DataTemplate", p["name"], ns)
         if p["state"] == "absent":
             changed = manager.delete_template(p["name"], ns, check=module.check_mode)
             module.exit(changed, before=before, after=None, object=None, warnings_from_webhook=[])

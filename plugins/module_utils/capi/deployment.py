@@ -211,7 +211,13 @@ def _rolling(store, md, new, old, available, replicas, surge, unavailable, check
             budget -= cut
     # scaleDownOldMachineSetsForRollingUpdate: only what keeps minAvailable available.
     all_available = sum(min(available[meta.name(s)], _spec_replicas(s)) for s in [new, *old])
-    budget = min(budget, all_available - min_available)
+    changed |= _scale_down_old(store, old, min(budget, all_available - min_available), check)
+    return changed
+
+
+def _scale_down_old(store, old, budget, check) -> bool:
+    """Take up to ``budget`` replicas off the old MachineSets, oldest first."""
+    changed = False
     for s in old:
         if budget <= 0:
             break
@@ -231,13 +237,7 @@ def _on_delete(store, md, new, old, live, replicas, check) -> bool:
         if _spec_replicas(s) > have:
             excess -= _spec_replicas(s) - have
             changed |= _scale(store, s, have, check)
-    for s in old:
-        if excess <= 0:
-            break
-        cut = min(_spec_replicas(s), excess)
-        if cut:
-            changed |= _scale(store, s, _spec_replicas(s) - cut, check)
-            excess -= cut
+    changed |= _scale_down_old(store, old, excess, check)
     room = replicas - sum(_spec_replicas(s) for s in [new, *old])
     if room > 0 or _spec_replicas(new) > replicas:
         changed |= _scale(store, new, min(replicas, _spec_replicas(new) + room), check)

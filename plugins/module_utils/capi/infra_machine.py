@@ -28,16 +28,13 @@ def owner_machine(store, infra: dict, *, check: bool = False) -> dict | None:
 
     Taking ownership is what the Machine controller does first (capi-core.md §2.2).
     """
-    ns, kind = meta.namespace(infra), infra["kind"]
     ref = refs.owner_of_kind(infra, "Machine")
     if ref:
-        return refs.get_or_none(store, "Machine", ref["name"], ns)
-    for machine in store.list("Machine", ns):
-        spec_ref = (machine.get("spec") or {}).get("infrastructureRef") or {}
-        if spec_ref.get("kind") == kind and spec_ref.get("name") == meta.name(infra):
-            refs.take_ownership(store, machine, spec_ref, check=check)
-            return machine
-    return None
+        return refs.get_or_none(store, "Machine", ref["name"], meta.namespace(infra))
+    machine = refs.referrer(store, "Machine", infra)
+    if machine is not None:
+        refs.take_ownership(store, machine, machine["spec"]["infrastructureRef"], check=check)
+    return machine
 
 
 def owning_cluster(store, kind: str, machine: dict | None) -> dict:
@@ -51,12 +48,17 @@ def owning_cluster(store, kind: str, machine: dict | None) -> dict:
     return cluster
 
 
+def bootstrap_ready(machine: dict) -> bool:
+    """IsBootstrapReady: a Machine with a bootstrap config waits until its data Secret is named."""
+    bootstrap = (machine.get("spec") or {}).get("bootstrap") or {}
+    return not (bootstrap.get("configRef") and not bootstrap.get("dataSecretName"))
+
+
 def bootstrap_data_secret(machine: dict) -> str | None:
     """The Machine's bootstrap data Secret name once its bootstrap provider has written it (IsBootstrapReady)."""
-    bootstrap = (machine.get("spec") or {}).get("bootstrap") or {}
-    if bootstrap.get("configRef") and not bootstrap.get("dataSecretName"):
+    if not bootstrap_ready(machine):
         return None
-    return bootstrap.get("dataSecretName")
+    return ((machine.get("spec") or {}).get("bootstrap") or {}).get("dataSecretName")
 
 
 def workload_or_none(mgr, machine: dict):

@@ -54,6 +54,23 @@ def owner_of_kind(obj: dict, kind: str) -> dict | None:
     return None
 
 
+def referrer(store, kind: str, obj: dict) -> dict | None:
+    """The ``kind`` object in ``obj``'s namespace whose ``spec.infrastructureRef`` names ``obj``, or None."""
+    for candidate in store.list(kind, meta.namespace(obj)):
+        ref = (candidate.get("spec") or {}).get("infrastructureRef") or {}
+        if ref.get("kind") == obj.get("kind") and ref.get("name") == meta.name(obj):
+            return candidate
+    return None
+
+
+def owner_or_referrer(store, kind: str, obj: dict) -> dict | None:
+    """The ``kind`` owner of an infrastructure object, or (not owned yet) the one whose infrastructureRef names it."""
+    ref = owner_of_kind(obj, kind)
+    if ref:
+        return get_or_none(store, kind, ref["name"], meta.namespace(obj))
+    return referrer(store, kind, obj)
+
+
 def is_paused(cluster: dict | None, obj: dict) -> bool:
     """``cluster.spec.paused`` pauses everything of the Cluster; the annotation pauses one object."""
     if cluster is not None and (cluster.get("spec") or {}).get("paused"):
@@ -110,6 +127,13 @@ def node_deletion_allowed(store, machine: dict, cluster: dict | None) -> tuple[b
     if len(active_cp) == 1 and is_cp and meta.name(active_cp[0]) == meta.name(machine):
         return False, "this is the last control plane Machine"
     return True, ""
+
+
+def save(store, before: dict, after: dict, check: bool) -> dict:
+    """``write`` unless in check mode or nothing changed; the object as it is (or would be) now."""
+    if check or after == before:
+        return after
+    return write(store, before, after)
 
 
 def write(store, before: dict, after: dict) -> dict:

@@ -23,6 +23,7 @@ import threading
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     CapiError,
     Conflict,
+    Forbidden,
     Invalid,
     NotFound,
     Requeue,
@@ -151,6 +152,8 @@ class WorkloadClient:
                 raise NotFound(f"{what}: {message}") from None
             if exc.status == 409:
                 raise Conflict(f"{what}: {message}") from None
+            if exc.status == 403:  # typed, so that a caller tells a refusal from a failure without reading text
+                raise Forbidden(f"{what}: workload API {self.server} answered 403: {message}") from None
             if exc.status in (502, 503, 504) or exc.status == 0:
                 raise WorkloadUnavailable(f"workload API {self.server} unavailable: {message}", after=5) from None
             raise CapiError(f"{what}: workload API {self.server} answered {exc.status}: {message}") from None

@@ -244,13 +244,17 @@ class Client:
             f"power on machine {system_id}", "Machine", "power_on", idempotent=False, system_id=system_id, **params
         )
 
-    def delete_machine(self, system_id: str) -> bool:
-        """``DELETE machines/{id}/`` (a composed VM: MAAS decomposes it); False when it is already gone."""
+    def _delete(self, what: str, obj: str, **ids) -> bool:
+        """One DELETE; False when the object is already gone (404)."""
         try:
-            self.call(f"delete machine {system_id}", "Machine", "delete", system_id=system_id)
+            self.call(f"delete {what}", obj, "delete", **ids)
         except MaasNotFound:
             return False
         return True
+
+    def delete_machine(self, system_id: str) -> bool:
+        """``DELETE machines/{id}/`` (a composed VM: MAAS decomposes it); False when it is already gone."""
+        return self._delete(f"machine {system_id}", "Machine", system_id=system_id)
 
     # -- interfaces --------------------------------------------------------------------
 
@@ -301,11 +305,7 @@ class Client:
         )
 
     def delete_dns(self, resource_id: int) -> bool:
-        try:
-            self.call(f"delete DNS resource {resource_id}", "DNSResource", "delete", id=resource_id)
-        except MaasNotFound:
-            return False
-        return True
+        return self._delete(f"DNS resource {resource_id}", "DNSResource", id=resource_id)
 
 
 def _is_certificate_error(exc: BaseException) -> bool:

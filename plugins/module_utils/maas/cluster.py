@@ -31,15 +31,8 @@ KIND = "MaasCluster"
 
 
 def owner_cluster(store, mc: dict) -> dict | None:
-    ns = meta.namespace(mc)
-    ref = refs.owner_of_kind(mc, "Cluster")
-    if ref:
-        return refs.get_or_none(store, "Cluster", ref["name"], ns)
-    for cluster in store.list("Cluster", ns):
-        infra = (cluster.get("spec") or {}).get("infrastructureRef") or {}
-        if infra.get("kind") == KIND and infra.get("name") == meta.name(mc):
-            return cluster
-    return None
+    """The Cluster owning it, or the one whose infrastructureRef names it."""
+    return refs.owner_or_referrer(store, "Cluster", mc)
 
 
 def failure_domains(mc: dict) -> list[dict]:
@@ -95,9 +88,7 @@ class ClusterManager:
         return conditions.set_condition(obj, ctype, status, reason, message, clock=self.clock)
 
     def _save(self, before, after, check):
-        if check or after == before:
-            return after
-        return refs.write(self.store, before, after)
+        return refs.save(self.store, before, after, check)
 
     def api_server_online(self, cluster_name: str, ns: str, check: bool = False) -> tuple[bool, str, bool]:
         """IsAPIServerOnline: listing the workload cluster's Nodes succeeds.  (online, why not, labelled).

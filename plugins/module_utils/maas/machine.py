@@ -132,9 +132,7 @@ class MachineManager:
         return conditions.set_condition(obj, ctype, status, reason, message, clock=self.clock)
 
     def _save(self, before: dict, after: dict, check: bool) -> dict:
-        if check or after == before:
-            return after
-        return refs.write(self.store, before, after)
+        return refs.save(self.store, before, after, check)
 
     def workload(self, cluster_name: str, ns: str):
         try:

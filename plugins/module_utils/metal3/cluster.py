@@ -74,15 +74,7 @@ def apply(store, obj: dict, check: bool = False) -> tuple[bool, dict]:
 
 def owner_cluster(store, m3c: dict) -> dict | None:
     """The Cluster owning it, or the one whose infrastructureRef names it."""
-    ns = meta.namespace(m3c)
-    ref = refs.owner_of_kind(m3c, "Cluster")
-    if ref:
-        return refs.get_or_none(store, "Cluster", ref["name"], ns)
-    for cluster in store.list("Cluster", ns):
-        infra = (cluster.get("spec") or {}).get("infrastructureRef") or {}
-        if infra.get("kind") == KIND and infra.get("name") == meta.name(m3c):
-            return cluster
-    return None
+    return refs.owner_or_referrer(store, "Cluster", m3c)
 
 
 def machines_left(store, cluster_name: str, ns: str) -> list[str]:

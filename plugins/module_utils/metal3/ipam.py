@@ -335,18 +335,12 @@ class IPAM(PoolsMixin, CapiClaimsMixin):
         """Cheap read first: only a free-looking name costs a write."""
         nm = address_name(pool, ip)
         ns = meta.namespace(pool)
-        try:
-            existing = self.store.get(kinds.M3_IPADDRESS, nm, ns)
-        except NotFound:
-            existing = None
-        if existing is not None:
+        for kind in (kinds.M3_IPADDRESS, kinds.CAPI_IPADDRESS):
+            try:
+                existing = self.store.get(kind, nm, ns)
+            except NotFound:
+                continue
             return existing if self._ours(existing, claim) else self._taken(pool, claim, existing)
-        try:
-            capi = self.store.get(kinds.CAPI_IPADDRESS, nm, ns)
-        except NotFound:
-            capi = None
-        if capi is not None:
-            return capi if self._ours(capi, claim) else self._taken(pool, claim, capi)
         return self._try_create(pool, claim, ip, r)
 
     @staticmethod

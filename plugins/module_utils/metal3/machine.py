@@ -101,9 +101,7 @@ class MachineManager:
         return conditions.set_condition(m3m, ctype, status, reason, message, clock=self.clock)
 
     def _save(self, before: dict, after: dict, check: bool) -> dict:
-        if check or after == before:
-            return after
-        return refs.write(self.store, before, after)
+        return refs.save(self.store, before, after, check)
 
     # -- one step ----------------------------------------------------------------------
 
@@ -122,11 +120,8 @@ class MachineManager:
                 after, names.ASSOCIATE_BMH, False, names.WAITING_FOR_METAL3_MACHINE_OWNER_REF_REASON, "no owner Machine"
             )
             self._save(m3m, after, check)
-            raise Requeue("waiting for a Machine whose infrastructureRef names this Metal3Machine", after=10)
-        cluster_name = machine["spec"]["clusterName"]
-        cluster = refs.get_or_none(self.store, "Cluster", cluster_name, ns)
-        if cluster is None:
-            raise Requeue(f"waiting for Cluster {ns}/{cluster_name}", after=10)
+        cluster = infra_machine.owning_cluster(self.store, KIND, machine)  # a Requeue while one is missing
+        cluster_name = meta.name(cluster)
         machine = capi_machine.ensure_ownership(self.store, machine, cluster, check=check)
         cstep = capi_cluster.reconcile(self.store, cluster, clock=self.clock, check=check)
         if not cstep.done:
@@ -162,11 +157,7 @@ class MachineManager:
         if fd and after["spec"].get("failureDomain") != fd:
             after["spec"]["failureDomain"] = fd
             changed = True
-        bootstrap = (machine.get("spec") or {}).get("bootstrap") or {}
-        # CAPM3 IsBootstrapReady: a Machine with a bootstrap config waits until its data Secret is created.
-        if not host_spec.user_data_secret(after, machine) or (
-            bootstrap.get("configRef") and not bootstrap.get("dataSecretName")
-        ):
+        if not host_spec.user_data_secret(after, machine) or not infra_machine.bootstrap_ready(machine):
             self._cond(after, names.ASSOCIATE_BMH, False, names.WAITING_FOR_BOOTSTRAP_DATA_REASON)
             self._save(m3m, after, check)
             raise Requeue("waiting for the bootstrap data secret (Machine spec.bootstrap.dataSecretName)", after=5)

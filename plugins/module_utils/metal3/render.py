@@ -253,6 +253,16 @@ def link_mac(ctx: RenderContext, mac: dict | None, field: str) -> str | None:
     return value
 
 
+def _name_and_mac(ctx: RenderContext, link: dict, entry: dict, field: str, mac_key: str) -> dict:
+    """What every kind of link adds after its own keys: its name when set, its MAC (as ``mac_key``) when given."""
+    if link.get("name"):
+        entry["name"] = link["name"]
+    mac = link_mac(ctx, link.get("macAddress"), f"{field}.macAddress")
+    if mac is not None:
+        entry[mac_key] = mac
+    return entry
+
+
 def render_links(ctx: RenderContext, links: dict) -> list:
     data = []
     base = "spec.networkData.links"
@@ -266,11 +276,7 @@ def render_links(ctx: RenderContext, links: dict) -> list:
             "bond_xmit_hash_policy": link.get("bondXmitHashPolicy") or "",
             "bond_links": link.get("bondLinks"),
         }
-        if link.get("name"):
-            entry["name"] = link["name"]
-        mac = link_mac(ctx, link.get("macAddress"), f"{field}.macAddress")
-        if mac is not None:
-            entry["ethernet_mac_address"] = mac
+        _name_and_mac(ctx, link, entry, field, "ethernet_mac_address")
         illegal = []
         for param in link.get("parameters") or []:
             target = "bond_" + str(param.get("name"))
@@ -288,12 +294,7 @@ def render_links(ctx: RenderContext, links: dict) -> list:
         data.append(entry)
     for i, link in enumerate(links.get("ethernets") or []):
         entry = {"type": link.get("type"), "id": link.get("id"), "mtu": link.get("mtu") or DEFAULT_MTU}
-        if link.get("name"):
-            entry["name"] = link["name"]
-        mac = link_mac(ctx, link.get("macAddress"), f"{base}.ethernets[{i}].macAddress")
-        if mac is not None:
-            entry["ethernet_mac_address"] = mac
-        data.append(entry)
+        data.append(_name_and_mac(ctx, link, entry, f"{base}.ethernets[{i}]", "ethernet_mac_address"))
     for i, link in enumerate(links.get("vlans") or []):
         entry = {
             "type": "vlan",
@@ -302,12 +303,7 @@ def render_links(ctx: RenderContext, links: dict) -> list:
             "vlan_link": link.get("vlanLink"),
             "vlan_id": link.get("vlanID", 0),
         }
-        if link.get("name"):
-            entry["name"] = link["name"]
-        mac = link_mac(ctx, link.get("macAddress"), f"{base}.vlans[{i}].macAddress")
-        if mac is not None:
-            entry["vlan_mac_address"] = mac
-        data.append(entry)
+        data.append(_name_and_mac(ctx, link, entry, f"{base}.vlans[{i}]", "vlan_mac_address"))
     return data
 
 

@@ -8,6 +8,8 @@ out and whether status is kept out of a spec write are decided once.
 from __future__ import annotations
 
 import copy
+import random
+import time
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, NotFound, Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds
@@ -15,17 +17,32 @@ from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds
 ATTEMPTS = 20
 
 
-def on_conflict(attempt, *, what: str, attempts: int = ATTEMPTS, after: float = 1, obj: str | None = None):
+def on_conflict(
+    attempt,
+    *,
+    what: str,
+    attempts: int = ATTEMPTS,
+    after: float = 1,
+    obj: str | None = None,
+    backoff: float = 0.0,
+    exhausted=None,
+):
     """``attempt()`` until it does not raise Conflict; after ``attempts`` losses the caller is requeued.
 
     A flow that keeps losing the race is not failed: another writer is busy with the object, and the next
-    reconcile sees what it wrote.
+    reconcile sees what it wrote. A caller that is no flow (one ``object`` task) says what to raise instead:
+    ``exhausted(last_conflict)``. ``backoff``: seconds (jittered up to twice) between two attempts, as
+    client-go's retry.RetryOnConflict waits.
     """
     for _round in range(attempts):
         try:
             return attempt()
-        except Conflict:
-            continue
+        except Conflict as exc:
+            last = exc
+            if backoff and _round + 1 < attempts:
+                time.sleep(backoff * (1 + random.random()))
+    if exhausted is not None:
+        raise exhausted(last)
     raise Requeue(f"{what} keeps changing; retrying", after=after, obj=obj)
 
 

@@ -7,6 +7,16 @@ import pytest
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound
 
+# A kubeconfig whose API server is never there (port 1).
+UNREACHABLE = """
+apiVersion: v1
+kind: Config
+clusters: [{name: x, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: x, user: u}}]
+current-context: x
+"""
+
 
 def test_missing_secret_is_not_found(store):
     with pytest.raises(NotFound):
@@ -25,15 +35,28 @@ def test_unreachable_api_requeues(monkeypatch):
         raise ConnectionRefusedError(111, "Connection refused")
 
     monkeypatch.setattr(urllib3.util.connection, "create_connection", refused)
-    text = """
-apiVersion: v1
-kind: Config
-clusters: [{name: x, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: x, context: {cluster: x, user: u}}]
-current-context: x
-"""
-    client = wl.cached_client(text)
+    client = wl.cached_client(UNREACHABLE)
     with pytest.raises(wl.WorkloadUnavailable, match=r"workload API https://127\.0\.0\.1:1 unreachable: .*refused"):
         client.list_nodes()
     assert attempts and all(a == ("127.0.0.1", 1) for a in attempts)
+
+
+def test_a_refusal_is_typed_forbidden_and_other_answers_are_not():
+    """A caller (reboot remediation's Node restore) tells a 403 by its type, never by the message text."""
+    from kubernetes.client.exceptions import ApiException
+
+    from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Forbidden
+
+    client = wl.cached_client(UNREACHABLE)
+
+    def answer(status):
+        def fn(**_kw):
+            raise ApiException(status=status, reason="no")
+
+        return fn
+
+    with pytest.raises(Forbidden, match="answered 403"):
+        client._call("patch Node n", answer(403))
+    with pytest.raises(CapiError, match="answered 500") as info:
+        client._call("patch Node n", answer(500))
+    assert not isinstance(info.value, Forbidden)

@@ -16,14 +16,10 @@ from ansible_collections.baremetal.capi.plugins.module_utils.store.base import o
 REPO = Path(__file__).resolve().parents[3]
 
 
-def run_role(tmp_path, description: dict, role: str) -> subprocess.CompletedProcess:
-    book = [
-        {
-            "hosts": "localhost",
-            "gather_facts": False,
-            "tasks": [{"name": role, "ansible.builtin.include_role": {"name": f"baremetal.capi.{role}"}}],
-        }
-    ]
+def run_play(tmp_path, tasks: list, extra: dict | None = None) -> subprocess.CompletedProcess:
+    """ansible-playbook on one play of ``tasks`` against this work tree's collection, with no store in the
+    environment and the default store under ``tmp_path/default-state``."""
+    book = [{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]
     path = tmp_path / "play.yml"
     path.write_text(yaml.safe_dump(book, sort_keys=False))
     env = dict(
@@ -35,9 +31,14 @@ def run_role(tmp_path, description: dict, role: str) -> subprocess.CompletedProc
     )
     for var in ("BAREMETAL_CAPI_STORE_KIND", "BAREMETAL_CAPI_STORE_PATH", "K8S_AUTH_HOST", "K8S_AUTH_API_KEY"):
         env.pop(var, None)
-    extra = {"ansible_python_interpreter": sys.executable, "capi_cluster": description}
+    extra = {"ansible_python_interpreter": sys.executable, **(extra or {})}
     argv = [str(Path(sys.executable).with_name("ansible-playbook")), str(path), "-e", json.dumps(extra)]
     return subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+
+
+def run_role(tmp_path, description: dict, role: str) -> subprocess.CompletedProcess:
+    tasks = [{"name": role, "ansible.builtin.include_role": {"name": f"baremetal.capi.{role}"}}]
+    return run_play(tmp_path, tasks, {"capi_cluster": description})
 
 
 def test_cluster_role_writes_into_the_described_store(tmp_path):
