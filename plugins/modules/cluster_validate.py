@@ -23,10 +23,16 @@ description:
     credentials that are given or stored.
   - The error names the object (and the description key it comes from) and the field. Nothing is written, in
     check mode or not; the result is the plan of what the playbook would create or update.
+  - With O(plan_machines=true) (the playbooks set it in check mode) the result also has RV(machines) - for every
+    Machine the run would create, the BareMetalHost or MAAS machine it would get (or why none fits), the metaData
+    and networkData CAPM3 would render and the addresses it would take; the replicas of the control plane and of
+    each MachineDeployment before and after; the Machines a scale-down would delete - and RV(lines), that plan
+    as text. It reads the store and, for MAAS, lists the machines; it writes nothing.
 author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.maas
   - baremetal.capi.attributes.INFO_MODULE
 options:
   description:
@@ -40,6 +46,13 @@ options:
     type: list
     elements: dict
     required: true
+  plan_machines:
+    description:
+      - Also plan the machines (RV(machines), RV(lines)). For a MAAS cluster the machines are listed through the
+        MAAS connection options; without O(maas_url) the plan gives the constraints only.
+    type: bool
+    default: false
+    version_added: 0.1.0
 """
 
 EXAMPLES = r"""
@@ -48,6 +61,13 @@ EXAMPLES = r"""
     description: "{{ capi_cluster }}"
     objects: "{{ capi_cluster | baremetal.capi.capi_objects('all') }}"
     store: "{{ capi_cluster.store | default({}) }}"
+
+- name: The plan of the machines too (what provision_cluster.yml prints at the end in check mode)
+  baremetal.capi.cluster_validate:
+    description: "{{ capi_cluster }}"
+    objects: "{{ capi_cluster | baremetal.capi.capi_objects('all') }}"
+    plan_machines: "{{ ansible_check_mode }}"
+  register: capi_plan
 """
 
 RETURN = r"""
@@ -73,8 +93,38 @@ plan:
       description: V(create), V(update) or V(unchanged) (against the stored object).
       type: str
       sample: create
+machines:
+  description: The machines part of the plan (with O(plan_machines)).
+  returned: when O(plan_machines=true)
+  type: dict
+  contains:
+    exists:
+      description: Whether the Cluster is stored already.
+      type: bool
+    groups:
+      description: The KubeadmControlPlane and each MachineDeployment - C(replicas_before) (null when new),
+        C(replicas), C(machines) now, how many to C(create) and C(delete).
+      type: list
+      elements: dict
+    create:
+      description: Each Machine the run would create - C(group), C(role), C(failure_domain), C(host) (null when
+        none fits), C(why), and for Metal3 C(addresses), C(metaData), C(networkData).
+      type: list
+      elements: dict
+    delete:
+      description: The Machines a scale-down would delete (C(group), C(role), C(machine)).
+      type: list
+      elements: dict
+lines:
+  description: The machines plan as text, one line per group, machine, address and rendered data.
+  returned: when O(plan_machines=true)
+  type: list
+  elements: str
+  sample:
+    - "plan of demo/c1 (metal3, new cluster): 5 machine(s) to create, 0 to delete - nothing written (check mode)"
 """
 
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import plan as machines_plan  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import validate  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402
 
@@ -84,14 +134,25 @@ def main():
         argument_spec=dict(
             description=dict(type="dict", required=True),
             objects=dict(type="list", elements="dict", required=True),
+            plan_machines=dict(type="bool", default=False),
         ),
+        maas=True,
         supports_check_mode=True,
     )
     # the description carries BMC passwords (hosts) and maybe a store token: never in the invocation shown
     module.no_log_values.update(validate.secrets(module.params["description"]))
     with module.errors():
-        plan = validate.validate(module.params["description"], module.params["objects"], module.store)
-        module.exit(False, plan=plan)
+        desc, objects = module.params["description"], module.params["objects"]
+        plan = validate.validate(desc, objects, module.store)
+        if not module.params["plan_machines"]:
+            module.exit(False, plan=plan)
+        listed = None
+        if desc["provider"] == "maas" and module.params.get("maas_url"):
+            from ansible_collections.baremetal.capi.plugins.module_utils.maas import client as maas_client
+
+            listed = maas_client.connect(module.maas_options()).list_machines()
+        machines = machines_plan.machines(desc, objects, module.store, listed)
+        module.exit(False, plan=plan, machines=machines, lines=machines.pop("lines"))
 
 
 if __name__ == "__main__":
