@@ -119,6 +119,20 @@ options:
       - Deploy ordinary images with Ironic's C(ramdisk) deploy interface booting this ISO (config drive included),
         for Ironics without an agent ramdisk such as the collection's lab. Not a baremetal-operator behaviour.
     type: str
+  deploy_kernel:
+    description:
+      - The deploy (ironic-python-agent) kernel URL set in the Ironic node's C(driver_info) at registration, as
+        baremetal-operator's E(DEPLOY_KERNEL_URL) - inspection and cleaning boot it before any deployment. Give it
+        with O(deploy_ramdisk), or give O(deploy_iso) for virtual-media BMCs. Not needed when Ironic has its own
+        defaults (C([conductor]deploy_kernel) in ironic.conf).
+    type: str
+  deploy_ramdisk:
+    description:
+      - The deploy ramdisk (initramfs) URL, as baremetal-operator's E(DEPLOY_RAMDISK_URL) (see O(deploy_kernel)).
+    type: str
+  deploy_iso:
+    description: The deploy ISO URL for virtual-media boot, as baremetal-operator's E(DEPLOY_ISO_URL).
+    type: str
   wait:
     description: Reconcile until every host reaches its goal (or O(wait_state)), fails, or O(wait_timeout) passes.
     type: bool

@@ -52,7 +52,6 @@ options:
         MAAS connection options; without O(maas_url) the plan gives the constraints only.
     type: bool
     default: false
-    version_added: 0.1.0
 """
 
 EXAMPLES = r"""

@@ -157,7 +157,7 @@ def _choose_host(every: list[dict], infra: dict, fd: str | None, taken: set, m3m
     in_fd = [h for h in available if fd and meta.labels(h).get(names.FAILURE_DOMAIN_LABEL) == fd]
     pool = in_fd or available
     where = f" in failure domain {fd}" if in_fd else ""
-    return pool[0], f"one of {len(pool)} free host(s){where} matching {selector or 'any labels'}"
+    return pool[0], f"{len(pool)} candidate(s) left: free hosts{where} matching {selector or 'any labels'}"
 
 
 def _render(desc, objects, store, ipam, ns, infra, m3m, machine, host, index) -> dict:
@@ -272,7 +272,8 @@ def _lowest_index(store, template: str | None, ns: str) -> int:
 def _maas_choice(listed: list[dict] | None, infra: dict, machine: dict, fd: str | None, taken: set) -> dict:
     mm = {"spec": dict(infra, **({"failureDomain": fd} if fd else {}))}
     constraints = allocate_constraints(mm, machine)
-    wanted = ", ".join(f"{k}={v}" for k, v in constraints.items()) or "no constraints"
+    wanted = ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in constraints.items())
+    wanted = wanted or "no constraints"
     if listed is None:
         return {"host": None, "why": f"MAAS not asked (no connection given); would allocate with {wanted}"}
     why = maas_machine.why_not([m for m in listed if m.get("system_id") not in taken], constraints)
@@ -290,9 +291,10 @@ def _maas_choice(listed: list[dict] | None, infra: dict, machine: dict, fd: str 
         }
     m = fits[0]
     taken.add(m.get("system_id"))
-    addrs = [a for a in m.get("ip_addresses") or []] or ["assigned by MAAS when it deploys the machine"]
-    return {"host": f"{m.get('hostname')} ({m.get('system_id')}, zone {(m.get('zone') or {}).get('name')})",
-            "why": f"one of {len(fits)} Ready MAAS machine(s) matching {wanted}", "addresses": addrs}  # fmt: skip
+    addrs = list(m.get("ip_addresses") or []) or ["assigned by MAAS when it deploys the machine"]
+    zone = (m.get("zone") or {}).get("name")
+    why = f"{len(fits)} candidate(s) left: Ready MAAS machines matching {wanted}"
+    return {"host": f"{m.get('hostname')} ({m.get('system_id')}, zone {zone})", "why": why, "addresses": addrs}
 
 
 def _maas_name(m: dict) -> str:
@@ -341,5 +343,7 @@ def lines(plan: dict) -> list[str]:
             if c.get("networkData") is not None:
                 out.append(f"      networkData: {_compact(c['networkData'])}")
     if plan["create"]:
-        out.append("(user data not shown: it carries the join token and the cluster's CA keys)")
+        pick = "CAPM3 picks at random" if plan["provider"] == "metal3" else "MAAS picks at allocation"
+        out.append(f"(hosts: the first candidate by name is shown; {pick} among the candidates. User data not shown:"
+                   " it carries the join token and the cluster's CA keys)")  # fmt: skip
     return out

@@ -12,6 +12,9 @@ from __future__ import annotations
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base, drivers
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import host as bmh
 
+# BMO's DEPLOY_KERNEL_URL / DEPLOY_RAMDISK_URL / DEPLOY_ISO_URL: set on the node at registration (configureNode),
+# since inspection and cleaning boot that ramdisk before any deploy
+DEPLOY_IMAGES = ("deploy_kernel", "deploy_ramdisk", "deploy_iso")
 HOST_OPTIONS = ("name", "namespace", "spec", "labels", "annotations", "bmc_username", "bmc_password", "hardware")
 
 
@@ -23,7 +26,7 @@ def run(p: dict, store, ns_default: str, check: bool, progress=None) -> dict:
     # options are checked before anything is written (the driver connects only when used)
     options = {"poll": p["wait_sleep"]}
     if p["host_driver"] == "ironic":
-        options.update({k: p[k] for k in ("cloud", "ironic_url", "boot_iso") if p[k]})
+        options.update({k: p[k] for k in ("cloud", "ironic_url", "boot_iso", *DEPLOY_IMAGES) if p.get(k)})
     driver = drivers.get_driver(p["host_driver"], options)
     keys, written, befores, predicted = [], {}, {}, {}
     for entry in entries:

@@ -21,6 +21,7 @@ import pytest
 import requests
 
 from lab.config import REPO
+from tests.integration.net import LOOP
 
 from .conftest import E2E, Run, free_endpoint, metal3_description, new_names
 from .test_e2e_metal3 import _ironic
@@ -64,7 +65,7 @@ def test_metal3_plan_new_3_2_and_scale_up_diff(e2e_lab, ironic_inventory, tmp_pa
     inv = ironic_inventory
     name, ns = new_names("p")
     octet = random.randint(100, 199)
-    desc = metal3_description(name, ns, free_endpoint("127.0.9"), inv, octet, hosts=7)
+    desc = metal3_description(name, ns, free_endpoint(f"{LOOP}.9"), inv, octet, hosts=7)
     # three domains for the control plane (one host each), and a pool of three hosts for the workers
     for i, host in enumerate(desc["hosts"]):
         host["labels"] = (
@@ -76,7 +77,7 @@ def test_metal3_plan_new_3_2_and_scale_up_diff(e2e_lab, ironic_inventory, tmp_pa
     driver = {"ironic_url": inv["ironic"]["url"], "boot_iso": inv["images"]["boot_iso"], "poll": 1}
     e = E2E(e2e_lab, tmp_path, "metal3", desc, {"capi_host_driver_options": driver, "capi_no_log_hosts": False})
     hosts = {h["name"]: h for h in desc["hosts"]}
-    pool = [str(ipaddress.ip_address(f"127.0.{octet}.100") + i) for i in range(21)]
+    pool = [str(ipaddress.ip_address(f"{LOOP}.{octet}.100") + i) for i in range(21)]
     try:
         plan = e.play("provision_cluster.yml", check=True)
         lines = plan_lines(plan)
@@ -109,11 +110,12 @@ def test_metal3_plan_new_3_2_and_scale_up_diff(e2e_lab, ironic_inventory, tmp_pa
             nd = json.loads(next(x for x in r["lines"] if x.startswith("networkData: ")).split(": ", 1)[1])
             mac = hosts[r["host"]]["spec"]["bootMACAddress"]
             assert nd["links"][0]["ethernet_mac_address"] == mac and nd["networks"][0]["ip_address"] == ip, nd
-        assert lines[-1].startswith("(user data not shown")
+        assert lines[-1].startswith("(hosts: the first candidate by name is shown; CAPM3 picks at random")
         # nothing written: no object, no Ironic node
         s = e.store()
         try:
-            for kind in ("Cluster", "BareMetalHost", "Machine", "IPAddress", "Secret", "Metal3DataTemplate"):
+            kinds = ("Cluster", "BareMetalHost", "Machine", "IPAddress.ipam.metal3.io", "Secret", "Metal3DataTemplate")
+            for kind in kinds:
                 assert s.list(kind, ns) == [], kind
         finally:
             s.close()
@@ -128,7 +130,7 @@ def test_metal3_plan_new_3_2_and_scale_up_diff(e2e_lab, ironic_inventory, tmp_pa
         s = e.store()
         try:
             used = {h["metadata"]["name"] for h in s.list("BareMetalHost", ns) if h["spec"].get("consumerRef")}
-            addresses = sorted(a["metadata"]["name"] for a in s.list("IPAddress", ns))
+            addresses = sorted(a["metadata"]["name"] for a in s.list("IPAddress.ipam.metal3.io", ns))
             md_rv = s.get("MachineDeployment", f"{name}-md-0", ns)["metadata"]["resourceVersion"]
         finally:
             s.close()
@@ -151,7 +153,7 @@ def test_metal3_plan_new_3_2_and_scale_up_diff(e2e_lab, ironic_inventory, tmp_pa
         s = e.store()
         try:
             assert s.get("MachineDeployment", f"{name}-md-0", ns)["metadata"]["resourceVersion"] == md_rv
-            assert sorted(a["metadata"]["name"] for a in s.list("IPAddress", ns)) == addresses
+            assert sorted(a["metadata"]["name"] for a in s.list("IPAddress.ipam.metal3.io", ns)) == addresses
         finally:
             s.close()
         assert set(e.machines()) == set(before)
@@ -201,7 +203,7 @@ def test_maas_plan_new_3_2(e2e_lab, tmp_path):
     for _machine, role, hostname, sid, why in rows:
         assert sim[sid]["hostname"] == hostname, (sid, hostname)
         if role == "control-plane":
-            assert f"{tag}c" in sim[sid]["tags"] and "one of" in why, line
+            assert f"{tag}c" in sim[sid]["tags"] and "candidate(s) left: Ready MAAS machines matching" in why, why
         else:  # the 2-CPU machine does not fit minCPU 4
             assert f"{tag}w" in sim[sid]["tags"] and sim[sid]["cpu_count"] >= 4, (sid, sim[sid])
     assert len({r[3] for r in rows}) == 5
