@@ -42,6 +42,8 @@ SCHEMA = {
     "control_plane": {
         **{k: v for k, v in _POOL.items() if k not in ("name", "deletion_order", "data_template")},
         "rollout": {"max_surge": "int", "after": "str", "certificates_expiry_days": "int"},
+        # the KubeadmControlPlane's own files and commands (a kube-vip / keepalived VIP, as CAPM3 users do)
+        "kubeadm": "dict",
     },
     "workers": (
         "list",
@@ -83,6 +85,8 @@ KUBEADM_KEYS = {
     "format": str,
     "user_data_template": str,
 }
+# control_plane.kubeadm: what only the KubeadmControlPlane's KubeadmConfigSpec gets, after the shared kubeadm's
+CONTROL_PLANE_KUBEADM = {k: KUBEADM_KEYS[k] for k in ("pre_commands", "post_commands", "files", "users")}
 NETWORK_KEYS = ("pods", "services", "service_domain")
 VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
 _TYPES = {"str": str, "int": int, "bool": bool, "dict": dict, "list": list}
@@ -260,6 +264,7 @@ def check(desc) -> None:
     _network(desc.get("cluster_network") or {})
     _endpoint(desc, provider)
     _kubeadm(desc.get("kubeadm") or {})
+    _kubeadm((desc.get("control_plane") or {}).get("kubeadm") or {}, "control_plane.kubeadm", CONTROL_PLANE_KUBEADM)
     if provider == "metal3":
         _metal3_parts(desc)
         if desc.get("api_server_interface") is not None:
@@ -359,25 +364,25 @@ def _endpoint(desc: dict, provider: str) -> None:
         fail(f"{port!r} is not a port (1-65535)", "control_plane_endpoint.port")
 
 
-def _kubeadm(kubeadm: dict) -> None:
+def _kubeadm(kubeadm: dict, where: str = "kubeadm", known: dict = KUBEADM_KEYS) -> None:
     for key, val in kubeadm.items():
-        want = KUBEADM_KEYS.get(key)
+        want = known.get(key)
         if want is None:
-            fail(f"unknown key {key!r} (known: {', '.join(KUBEADM_KEYS)})", "kubeadm")
+            fail(f"unknown key {key!r} (known: {', '.join(known)})", where)
         if not isinstance(val, want):
-            fail(f"must be {_type_name(want())}, got {_type_name(val)}", f"kubeadm.{key}")
+            fail(f"must be {_type_name(want())}, got {_type_name(val)}", f"{where}.{key}")
     if kubeadm.get("kubelet_extra_args") is not None:
-        _kubelet_args(kubeadm["kubelet_extra_args"], "kubeadm.kubelet_extra_args")
+        _kubelet_args(kubeadm["kubelet_extra_args"], f"{where}.kubelet_extra_args")
     for key in ("pre_commands", "post_commands"):
         for i, cmd in enumerate(kubeadm.get(key) or []):
             if not isinstance(cmd, str):
-                fail(f"a command line (string), got {_type_name(cmd)}", f"kubeadm.{key}[{i}]")
+                fail(f"a command line (string), got {_type_name(cmd)}", f"{where}.{key}[{i}]")
     for key, required in (("files", "path"), ("users", "name")):
         for i, item in enumerate(kubeadm.get(key) or []):
             if not isinstance(item, dict) or not item.get(required):
-                fail(f"a mapping with {required} is required", f"kubeadm.{key}[{i}]")
+                fail(f"a mapping with {required} is required", f"{where}.{key}[{i}]")
     if kubeadm.get("format") not in (None, "cloud-config", "ignition"):
-        fail(f"must be cloud-config or ignition, got {kubeadm['format']!r}", "kubeadm.format")
+        fail(f"must be cloud-config or ignition, got {kubeadm['format']!r}", f"{where}.format")
 
 
 def _metal3_parts(desc: dict) -> None:

@@ -153,8 +153,10 @@ def kubeadm_config_spec(desc: dict, *, control_plane: bool, pool: dict | None = 
         ("files", "files"),
         ("users", "users"),
     ):
-        if kubeadm.get(key):
-            spec[field] = copy.deepcopy(kubeadm[key])
+        extra = ((desc.get("control_plane") or {}).get("kubeadm") or {}).get(key) if control_plane else None
+        if kubeadm.get(key) or extra:
+            # the control plane's own entries after the shared ones (a VIP manifest, its preKubeadmCommands)
+            spec[field] = copy.deepcopy(list(kubeadm.get(key) or []) + list(extra or []))
     if kubeadm.get("format"):
         spec["format"] = kubeadm["format"]
     return spec
