@@ -122,6 +122,7 @@ def test_metal3_plan_new_3_2_and_scale_up_diff(e2e_lab, ironic_inventory, tmp_pa
         assert _ironic(e, inv) == {}
 
         # a small cluster for real (1 + 1), then the plan of a scale-up with --diff
+        desc = e.host_vars["capi_cluster"]  # with the CNI add-on E2E adds
         small = {**desc, "control_plane": {**desc["control_plane"], "replicas": 1},
                  "workers": [{**desc["workers"][0], "replicas": 1}]}  # fmt: skip
         e.rewrite(small)
