@@ -131,7 +131,7 @@ def test_metal3_plan_new_3_2_and_scale_up_diff(e2e_lab, ironic_inventory, tmp_pa
         s = e.store()
         try:
             used = {h["metadata"]["name"] for h in s.list("BareMetalHost", ns) if h["spec"].get("consumerRef")}
-            addresses = sorted(a["metadata"]["name"] for a in s.list("IPAddress.ipam.metal3.io", ns))
+            addresses = sorted(a["spec"]["address"] for a in s.list("IPAddress.ipam.metal3.io", ns))
             md_rv = s.get("MachineDeployment", f"{name}-md-0", ns)["metadata"]["resourceVersion"]
         finally:
             s.close()
@@ -149,12 +149,14 @@ def test_metal3_plan_new_3_2_and_scale_up_diff(e2e_lab, ironic_inventory, tmp_pa
         assert row["role"] == "worker" and row["host"] not in used, (row, used)
         assert hosts[row["host"]]["labels"] == {"pool": "md-0"}, row
         ip = next(x for x in row["lines"] if x.startswith("address: ")).split()[1].split("/")[0]
-        assert ip in pool and f"{name}-prov-{ip}" not in addresses, (ip, addresses)
+        # the next free address of the pool: the running machines hold the ones before it
+        assert ip in pool and ip not in addresses and len(addresses) == 2, (ip, addresses)
+        assert pool.index(ip) == max(pool.index(a) for a in addresses) + 1, (ip, addresses)
         # nothing written by the check run
         s = e.store()
         try:
             assert s.get("MachineDeployment", f"{name}-md-0", ns)["metadata"]["resourceVersion"] == md_rv
-            assert sorted(a["metadata"]["name"] for a in s.list("IPAddress.ipam.metal3.io", ns)) == addresses
+            assert sorted(a["spec"]["address"] for a in s.list("IPAddress.ipam.metal3.io", ns)) == addresses
         finally:
             s.close()
         assert set(e.machines()) == set(before)
