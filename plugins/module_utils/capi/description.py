@@ -364,7 +364,8 @@ def _endpoint(desc: dict, provider: str) -> None:
         fail(f"{port!r} is not a port (1-65535)", "control_plane_endpoint.port")
 
 
-def _kubeadm(kubeadm: dict, where: str = "kubeadm", known: dict = KUBEADM_KEYS) -> None:
+def _kubeadm(kubeadm: dict, where: str = "kubeadm", known: dict | None = None) -> None:
+    known = known or KUBEADM_KEYS
     for key, val in kubeadm.items():
         want = known.get(key)
         if want is None:

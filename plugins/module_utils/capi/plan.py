@@ -112,7 +112,7 @@ def _victims(group: dict, count: int) -> list[str]:
     if group["kind"] == "KubeadmControlPlane":
         cluster = {"status": {"failureDomains": [{"name": d, "controlPlane": True} for d in group["domains"]]}}
         out = []
-        for _ in range(count):
+        for _i in range(count):
             victim = failure_domains.machine_for_scale_down(cluster, live)
             out.append(meta.name(victim))
             live = [m for m in live if meta.name(m) != meta.name(victim)]
@@ -230,7 +230,7 @@ def machines(desc: dict, objects: list[dict], store, maas_machines: list[dict] |
         for victim in _victims(g, summary["delete"]):
             deletes.append({"group": g["name"], "role": g["role"], "machine": victim})
         planned = list(g["machines"])
-        for _ in range(summary["create"]):
+        for _i in range(summary["create"]):
             n = len(creates) + 1
             fd = None
             if g["domains"]:
@@ -282,8 +282,8 @@ def _maas_choice(listed: list[dict] | None, infra: dict, machine: dict, fd: str 
         key=lambda m: (m.get("hostname") or "", m.get("system_id")),
     )
     if not fits:
-        reasons = {**why, **{_maas_name(m): "taken by another new machine of this plan" for m in listed
-                              if m.get("system_id") in taken}}  # fmt: skip
+        promised = [m for m in listed if m.get("system_id") in taken]
+        reasons = {**why, **{_maas_name(m): "taken by another new machine of this plan" for m in promised}}
         text = f"no available MAAS machine matching {wanted}; {len(listed)} MAAS machine(s)"
         return {
             "host": None,
