@@ -64,6 +64,7 @@ STORE_OPTION_KEYS = (
     "ca_cert",
     "validate_certs",
     "namespace",
+    "adopt",
 )
 
 
@@ -81,20 +82,21 @@ def open_store(options: dict | None = None) -> Store:
         raise Invalid(f"unknown option(s) {', '.join(sorted(unknown))}", field="store")
     kind = options.pop("kind", None) or "sqlite"
     options.pop("namespace", None)
+    adopt = bool(options.pop("adopt", None))
     if kind == "sqlite":
         from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
 
         extra = {k for k, v in options.items() if v is not None and k != "path"}
         if extra:
             raise Invalid(f"option(s) {', '.join(sorted(extra))} apply to the kubernetes store only", field="store")
-        return SqliteStore(options.get("path") or default_sqlite_path())
+        return SqliteStore(options.get("path") or default_sqlite_path(), adopt=adopt)
     if kind == "kubernetes":
         from ansible_collections.baremetal.capi.plugins.module_utils.store.kubernetes import KubernetesStore
 
         if options.get("path"):
             raise Invalid("path applies to the sqlite store only", field="store.path")
         options.pop("path", None)
-        return KubernetesStore(**{k: v for k, v in options.items() if v is not None})
+        return KubernetesStore(**{k: v for k, v in options.items() if v is not None}, adopt=adopt)
     raise Invalid(f"unknown store kind {kind!r}: sqlite or kubernetes", field="store.kind")
 
 

@@ -7,8 +7,8 @@ import copy
 import json
 import random
 
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, Forbidden, Invalid
-from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Conflict, Forbidden, Invalid
+from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names, ownership
 
 # The alphabet Kubernetes uses for generateName suffixes (no vowels, no 0/1/3).
 _SUFFIX = "bcdfghjklmnpqrstvwxz2456789"
@@ -34,6 +34,7 @@ def creatable(obj: dict):
     """A copy of an object about to be created, and its Kind (validated as the API server would)."""
     obj = copy.deepcopy(obj)
     k = meta.validate_object(obj, for_create=True)
+    ownership.mark(obj)
     if obj["metadata"].get("resourceVersion"):
         raise Invalid(
             "resourceVersion should not be set on objects to be created",
@@ -50,6 +51,29 @@ def updatable(obj: dict, status: bool):
     if status and not k.status_subresource:
         raise Invalid(f"{k.kind} has no status subresource", obj=meta.ref(obj), field="status")
     return k
+
+
+def guard(stored: dict, action: str, *, adopt: bool, get=None, seen_managers=None) -> bool:
+    """Refuse (Forbidden) to ``action`` an object an upstream controller manages (model/ownership.py); else
+    whether the write may mark it as the collection's (not while it is only paused for the upstream controller).
+
+    ``get(kind, name, namespace)`` reads the object's Cluster, whose ``spec.paused`` pauses it; it is called
+    only for an unmarked object an upstream controller wrote. ``seen_managers``: the stored object's field
+    managers when they are not in ``stored`` (the kubernetes store keeps managedFields out of objects).
+    """
+    found = ownership.upstream(stored, seen_managers)
+    if not found or adopt:
+        return True
+    cluster = None
+    name = meta.labels(stored).get(names.CLUSTER_NAME_LABEL) or (stored.get("spec") or {}).get("clusterName")
+    if get is not None and name and stored.get("kind") != "Cluster":
+        try:
+            cluster = get("Cluster", name, meta.namespace(stored))
+        except CapiError:
+            cluster = None  # no Cluster (or one the store cannot read): only the object's own marks count
+    if ownership.paused(stored, cluster):
+        return False
+    raise Forbidden(ownership.refusal(stored, found, action), obj=meta.ref(stored))
 
 
 def conflict(kind, name) -> Conflict:
@@ -86,6 +110,8 @@ def merged_update(stored: dict, obj: dict, kind) -> dict:
         if key in stored["metadata"]:
             new_md[key] = stored["metadata"][key]
     new["metadata"] = new_md
+    if ownership.marked(stored):  # the marker stays once set: an update that drops it (a replace) keeps it
+        ownership.mark(new)
     if kind.status_subresource:
         if "status" in stored:
             new["status"] = copy.deepcopy(stored["status"])

@@ -24,7 +24,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     NotFound,
     StoreUnavailable,
 )
-from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, selectors
+from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, ownership, selectors
 from ansible_collections.baremetal.capi.plugins.module_utils.store import common
 
 _SCHEMA = """
@@ -78,7 +78,10 @@ class SqliteStore:
     # list(fields=...) on common.INDEXED_FIELDS is answered from an index, not by decoding every object
     indexes_fields = True
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, adopt: bool = False):
+        # adopt: act on objects an upstream controller wrote too (common.guard); nothing but an import of a
+        # kubernetes store's objects brings such objects (with their managedFields) into a sqlite file.
+        self.adopt = adopt
         self.path = os.path.abspath(os.path.expanduser(path))
         folder = os.path.dirname(self.path)
         try:
@@ -255,7 +258,7 @@ class SqliteStore:
         nsk = kinds.resolve("Namespace")
         row = self._row(con, nsk, ns, "")
         if row is None:
-            ns_obj = meta.new("Namespace", ns, namespace=None)
+            ns_obj = ownership.mark(meta.new("Namespace", ns, namespace=None))
             ns_obj["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1)
             ns_obj["status"] = {"phase": "Active"}
             self._save(con, None, nsk, ns_obj)
@@ -280,6 +283,7 @@ class SqliteStore:
             obj_id, rv, body = row
             stored = self._load(body, rv)
             common.check_resource_version(obj, rv, k)
+            may_mark = common.guard(stored, "update", adopt=self.adopt, get=self.get)
             if status:
                 new = copy.deepcopy(stored)
                 if obj.get("status") is None:
@@ -289,6 +293,8 @@ class SqliteStore:
             else:
                 new = common.merged_update(stored, obj, k)
                 new["apiVersion"] = k.api_version
+                if may_mark:
+                    ownership.mark(new)
             if common.same(new, stored):
                 return stored
             if meta.is_deleting(new) and not meta.finalizers(new):
@@ -303,6 +309,8 @@ class SqliteStore:
             row = self._row(con, k, name, self._ns(k, namespace))
             if row is None:
                 raise self._not_found(k, name, namespace)
+            # the guard of a delete asked for; the garbage collection of its dependents is the API server's
+            common.guard(self._load(row[2], row[1]), "delete", adopt=self.adopt, get=self.get)
             return self._delete_row(con, row, k)
 
     def _delete_row(self, con, row, k: kinds.Kind) -> dict | None:
