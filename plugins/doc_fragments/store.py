@@ -77,10 +77,10 @@ options:
         description:
           - Every object the collection writes carries the annotation C(capi.baremetal.io/managed-by=baremetal.capi).
             An existing object without it that a running upstream controller (Cluster API, CAPM3, the
-            baremetal-operator) writes to, as its field manager in C(metadata.managedFields) shows, is refused:
-            the task fails naming the object, unless the object is paused as C(clusterctl move) pauses objects
+            baremetal-operator) writes to, as its field manager in C(metadata.managedFields) shows, is refused.
+            The task fails naming the object, unless the object is paused as C(clusterctl move) pauses objects
             (Cluster C(spec.paused), annotation C(cluster.x-k8s.io/paused) or C(baremetalhost.metal3.io/paused)).
-          - V(true) takes such objects over (and marks them); stop the upstream controller first, or both
+          - V(true) takes such objects over (and marks them). Stop the upstream controller first, or both
             reconcile the same objects.
           - See the collection's C(docs/management-cluster.md).
         type: bool

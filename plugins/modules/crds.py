@@ -18,7 +18,7 @@ description:
   - When such a CRD does not serve the version the collection stores (for example a CAPM3 whose CRDs serve
     C(infrastructure.cluster.x-k8s.io/v1beta1) only), the task fails before anything is written, naming every
     such CRD, the versions it serves, the version needed and what to do (upgrade that provider, or use another
-    management cluster: CRDs are cluster-wide). The same message comes from any module that uses the kind.
+    management cluster, since CRDs are cluster-wide). The same message comes from any module that uses the kind.
   - A CRD this module made earlier (label C(app.kubernetes.io/managed-by=baremetal.capi)) is updated when it differs.
   - With the sqlite store there is nothing to install; the module reports C(changed=false).
   - The same manifests are in the collection's C(crds/) folder for C(kubectl apply -f crds/).
