@@ -401,9 +401,9 @@ class KubernetesStore:
         for _attempt in range(5):
             self._guard(k, name, ns, "delete")
             rv = self._seen[(k.key, ns, name)][1]["metadata"].get("resourceVersion")
-            options = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"resourceVersion": rv}}
+            precondition = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"resourceVersion": rv}}
             try:
-                self._request("DELETE", k, where, path(k, name, ns), body=options, propagation_policy="Background")
+                self._request("DELETE", k, where, path(k, name, ns), body=precondition, propagation_policy="Background")
                 break
             except Conflict:
                 self._seen.pop((k.key, ns, name), None)
