@@ -112,18 +112,3 @@ def _wait_established(ext, names: list[str], wait: float) -> None:
         if time.monotonic() > deadline:
             raise Timeout(f"CRDs not Established after {wait:.0f}s: {', '.join(pending)}")
         time.sleep(0.2)
-
-
-def unserved(client, kind: kinds.Kind) -> str | None:
-    """Why the API server does not serve ``kind`` at its version, when another project's CRD is the reason."""
-    from kubernetes.client.exceptions import ApiException
-
-    from ansible_collections.baremetal.capi.plugins.module_utils.store.kubernetes import DynamicClient, _NoDiscovery
-
-    dyn = DynamicClient(client, discoverer=_NoDiscovery)
-    url = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{kind.crd_name}"
-    try:
-        found = json.loads(dyn.request("GET", url, serialize=False).data)
-    except ApiException:  # no such CRD, or no right to read CRDs: the caller's message stands
-        return None
-    return model_crds.version_problem(kind, found)

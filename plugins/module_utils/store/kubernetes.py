@@ -28,6 +28,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     NotFound,
     StoreUnavailable,
 )
+from ansible_collections.baremetal.capi.plugins.module_utils.model import crds as model_crds
 from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, ownership, selectors
 from ansible_collections.baremetal.capi.plugins.module_utils.store import common, options, retry
 
@@ -238,9 +239,12 @@ class KubernetesStore:
         the error says which versions and what to do (one read of the CRD, on this error path only)."""
         if exc.status != 404 or not isinstance(err, StoreUnavailable) or kind.core:
             return err
-        from ansible_collections.baremetal.capi.plugins.module_utils.store import crds
-
-        why = crds.unserved(self.client, kind)
+        url = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{kind.crd_name}"
+        try:
+            found = json.loads(self.dyn.request("GET", url, serialize=False, _request_timeout=TIMEOUT).data)
+        except (ApiException, urllib3.exceptions.HTTPError, OSError):
+            return err  # no such CRD, or no right to read CRDs: the error stands
+        why = model_crds.version_problem(kind, found)
         return Incompatible(why, obj=err.obj) if why else err
 
     def _settle(self, method: str, kind: kinds.Kind, url: str, body, err: CapiError) -> dict | None:
