@@ -29,7 +29,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     StoreUnavailable,
 )
 from ansible_collections.baremetal.capi.plugins.module_utils.model import crds as model_crds
-from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, ownership, selectors
+from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, names, ownership, selectors
 from ansible_collections.baremetal.capi.plugins.module_utils.store import common, options, retry
 
 try:
@@ -153,15 +153,25 @@ def translate(exc, kind: kinds.Kind, where: str) -> CapiError:
     return StoreUnavailable(f"{exc.status} {exc.reason}: {message}", obj=where)
 
 
+_GUARD_ANNOTATIONS = (ownership.MANAGED_BY_ANNOTATION, names.PAUSED_ANNOTATION, names.BMH_PAUSED_ANNOTATION)
+
+
 def _summary(obj: dict) -> dict:
     """What common.guard reads of a stored object."""
     md = obj.get("metadata") or {}
     spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    keep = ("name", "namespace", "uid", "resourceVersion", "annotations", "labels", "finalizers")
+    # only the annotations the guard reads: a host's status and hardware-details annotations are large
+    annotations = {key: value for key, value in (md.get("annotations") or {}).items() if key in _GUARD_ANNOTATIONS}
+    labels = md.get("labels") or {}
     return {
         "apiVersion": obj.get("apiVersion"),
         "kind": obj.get("kind"),
-        "metadata": copy.deepcopy({key: md[key] for key in keep if key in md}),
+        "metadata": {
+            **{key: md[key] for key in ("name", "namespace", "uid", "resourceVersion") if key in md},
+            "annotations": annotations,
+            "labels": {key: labels[key] for key in (names.CLUSTER_NAME_LABEL,) if key in labels},
+            "finalizers": list(md.get("finalizers") or []),
+        },
         "spec": {key: spec[key] for key in ("paused", "clusterName") if key in spec},
     }
 
