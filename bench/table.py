@@ -13,7 +13,8 @@ Numbers only, nothing here is a test.  Needs the lab (``python -m lab up``: Iron
 - Ironic API calls per machine, ours (provision + re-run + deprovision, from Ironic's API log) against the
   floor's.
 - Host choice (choose_host) among 1,000 and 10,000 hosts (sqlite) and 2,000 (kubernetes store), against the
-  read every host used to need (list + decode every host the selector matches).
+  read every host used to need (list + decode every host the selector matches, then classify).
+- IPAM claims on a /16 filled to 1 %, 50 % and 99 % (sqlite): 50 % and 99 % against 1 % (flat = 1.0).
 
     python bench/table.py [--machines 20] [--reps 3] [--skip-provision]
 """
@@ -310,6 +311,30 @@ def bench_choose(reps: int) -> None:
     ROWS.append(("host choice, 2,000 hosts (kubernetes store), CPU", ours_cpu, old_cpu, "ms"))
 
 
+def bench_ipam(reps: int, claims: int = 50) -> None:
+    """IPAM claims on a /16 pool filled to 1 %, 50 % and 99 % (bench_metal3_data.allocation_levels, a fresh
+    sqlite store per repetition); the floor column of 50 % and 99 % is the same repetition's 1 %, so the ratio is
+    how far from flat the allocation is."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import bench_metal3_data as bm
+
+    per = {level: ([], []) for level in (0.01, 0.50, 0.99)}
+    for rep in range(reps):
+        with tempfile.TemporaryDirectory() as d:
+            store = bm.CountingStore(os.path.join(d, "state.db"))
+            out, *_rest = bm.allocation_levels(store, claims)
+            store.close()
+        for level, (wall, cpu, probes) in out.items():
+            per[level][0].append(statistics.median(wall) * 1000)
+            per[level][1].append(statistics.median(cpu) * 1000)
+            print(f"  IPAM rep {rep}: {level:.0%} of a /16: median {per[level][0][-1]:.2f} ms wall, "
+                  f"{per[level][1][-1]:.2f} ms CPU, {statistics.mean(probes):.1f} probes", flush=True)  # fmt: skip
+    for i, what in enumerate(("wall", "CPU")):
+        ROWS.append((f"IPAM claim, 1% of a /16 (sqlite), {what}", per[0.01][i], None, "ms"))
+        for level in (0.50, 0.99):
+            ROWS.append((f"IPAM claim, {level:.0%} of a /16 vs 1%, {what}", per[level][i], per[0.01][i], "ms"))
+
+
 def table() -> list[str]:
     head = ("figure", "ours min", "ours median", "floor min", "floor median", "ratio min", "ratio median")
     lines = []
@@ -337,6 +362,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}")
     bench_choose(args.reps)
+    bench_ipam(args.reps)
     for line in table():
         print(line, flush=True)
     if not args.skip_provision:
