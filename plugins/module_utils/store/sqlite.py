@@ -115,27 +115,23 @@ def _index_for(k: kinds.Kind, namespace, fields: dict) -> str:
     statistics SQLite's planner prefers the (kind, namespace) prefix of another index and reads every row."""
     if namespace is None or not k.namespaced:
         return ""
-    for name, kind, wanted in common.FILTER_INDEXES:
-        wanted = common.check_fields(wanted)
-        if kinds.resolve(kind).key == k.key and all(fields.get(keys, _NOTHING) == w for keys, w in wanted.items()):
+    for name, key, wanted in _FILTER_INDEXES:
+        if key == k.key and all(fields.get(keys, _NOTHING) == w for keys, w in wanted.items()):
             return f" INDEXED BY {name}"
     return ""
 
 
 _NOTHING = object()
+_FILTER_INDEXES = [(name, kinds.resolve(kind).key, common.check_fields(f)) for name, kind, f in common.FILTER_INDEXES]
 
 
 def _filter_indexes() -> str:
     """CREATE INDEX for each of common.FILTER_INDEXES: partial (one kind), equalities first, one-of last."""
     out = []
-    for name, kind, fields in common.FILTER_INDEXES:
-        checked = common.check_fields(fields)
-        order = sorted(checked.items(), key=lambda item: (isinstance(item[1], tuple), item[0]))
+    for name, key, fields in _FILTER_INDEXES:
+        order = sorted(fields.items(), key=lambda item: (isinstance(item[1], tuple), item[0]))
         columns = ", ".join(["namespace", *(_field_expr(keys, want) for keys, want in order), "name"])
-        out.append(
-            f"CREATE INDEX IF NOT EXISTS {name} ON objects ({columns}) "
-            f"WHERE kind = {_literal(kinds.resolve(kind).key)};"
-        )
+        out.append(f"CREATE INDEX IF NOT EXISTS {name} ON objects ({columns}) WHERE kind = {_literal(key)};")
     return "\n".join(out)
 
 
@@ -265,7 +261,7 @@ class SqliteStore:
         return self._load(row[2], row[1])
 
     def _query(self, columns: str, kind, namespace, label_selector, fields):
-        """(SQL, args, selector, whether the selector still has to be checked on the labels) of a list."""
+        """(SQL, args, selector) of a list: every filter but gt/lt label requirements in SQL."""
         k = kinds.resolve(kind)
         sel = selectors.parse(label_selector, where="label_selector")
         fields = common.check_fields(fields)
@@ -277,11 +273,9 @@ class SqliteStore:
             args.append(namespace)
         # Every label requirement but gt/lt is answered by the labels index, so that only the objects that
         # match are decoded (host choice among thousands of hosts); gt/lt are checked on the decoded labels.
-        rest = False
         for req in sel.requirements:
             where = _LABEL_SQL.get(req.operator)
             if where is None:
-                rest = True
                 continue
             marks = ", ".join("?" * len(req.values))
             sql += " AND " + where.format(values=marks)
@@ -292,10 +286,10 @@ class SqliteStore:
             args += values
         # No ORDER BY: it would make SQLite walk the (kind, namespace, name) index instead of the one that answers
         # the filters (objects_consumer); the callers sort the rows they got.
-        return sql, args, sel, rest
+        return sql, args, sel
 
     def list(self, kind, namespace: str | None = None, label_selector=None, fields=None) -> list[dict]:
-        sql, args, sel, _rest = self._query("namespace, name, rv, body", kind, namespace, label_selector, fields)
+        sql, args, sel = self._query("namespace, name, rv, body", kind, namespace, label_selector, fields)
         out = []
         for _ns, _name, rv, body in sorted(self._con().execute(sql, args)):
             obj = self._load(body, rv)
@@ -308,10 +302,10 @@ class SqliteStore:
         the selector has gt/lt)."""
         sel = selectors.parse(label_selector, where="label_selector")
         if all(req.operator in _LABEL_SQL for req in sel.requirements):  # the SQL answers the whole selector
-            sql, args, _sel, _rest = self._query("namespace, name", kind, namespace, sel, fields)
+            sql, args, _sel = self._query("namespace, name", kind, namespace, sel, fields)
             return sorted(self._con().execute(sql, args))
         columns = "namespace, name, json_extract(body, '$.metadata.labels')"
-        sql, args, _sel, _rest = self._query(columns, kind, namespace, sel, fields)
+        sql, args, _sel = self._query(columns, kind, namespace, sel, fields)
         rows = sorted(self._con().execute(sql, args))
         return [(ns, name) for ns, name, labels in rows if sel.matches(json.loads(labels) if labels else None)]
 

@@ -10,7 +10,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import
 
 
 def plan(store, kind, ns, selector, fields) -> str:
-    sql, args, _sel, _rest = store._query("namespace, name", kind, ns, selectors.parse(selector), fields)
+    sql, args, _sel = store._query("namespace, name", kind, ns, selectors.parse(selector), fields)
     return " | ".join(row[3] for row in store._con().execute("EXPLAIN QUERY PLAN " + sql, args))
 
 
