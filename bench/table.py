@@ -309,7 +309,7 @@ def bench_choose(reps: int) -> None:
     ns = f"bench-{uuid.uuid4().hex[:6]}"
     try:
         bc.populate(store, 2000, ns)
-        ours, old, ours_cpu, old_cpu = measure(store, ns, max(reps, 6))
+        ours, old, ours_cpu, old_cpu = measure(store, ns, max(reps, 10))
     finally:
         try:
             kube.delete_namespace(kube.api_client(cfg), ns)
