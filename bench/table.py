@@ -22,6 +22,7 @@ Numbers only, nothing here is a test.  Needs the lab (``python -m lab up``: Iron
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -264,9 +265,11 @@ def bench_choose(reps: int) -> None:
 
         for r in range(rounds):
             m3m, machine = bc.machine_objects(ns, f"bench-{uuid.uuid4().hex[:6]}")
-            # the first read after the claim costs about twice the second on the kubernetes store (measured:
-            # whichever goes first), so the two take turns at going first
+            # Each from the same garbage collector state: on the kubernetes store a read cost 25-30 or 55-65 ms
+            # CPU by turns, whichever function read, and 18-31 ms always with the collector off (measured, 10
+            # rounds each): a full collection landed in one read of two.  They also take turns at going first.
             for step in (mine, full_read) if r % 2 == 0 else (full_read, mine):
+                gc.collect()
                 step(m3m, machine)
             choose.claim(store, m3m, machine)
         ms = lambda xs: [x * 1000 for x in xs]  # noqa: E731
