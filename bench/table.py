@@ -266,8 +266,8 @@ def bench_choose(reps: int) -> None:
         for r in range(rounds):
             m3m, machine = bc.machine_objects(ns, f"bench-{uuid.uuid4().hex[:6]}")
             # Each from the same garbage collector state: on the kubernetes store a read cost 25-30 or 55-65 ms
-            # CPU by turns, whichever function read, and 18-31 ms always with the collector off (measured, 10
-            # rounds each): a full collection landed in one read of two.  They also take turns at going first.
+            # CPU by turns, whichever function read, and 18-31 ms always with the collector off (measured, 8 and
+            # 10 rounds): a full collection landed in one read of two.  They also take turns at going first.
             for step in (mine, full_read) if r % 2 == 0 else (full_read, mine):
                 gc.collect()
                 step(m3m, machine)
