@@ -45,10 +45,11 @@ class Ports:
     mariadb: int = 23306
     maas: int = 25240
     node_simulator: int = 25300
+    maas_tls: int = 25241  # the MAAS simulator's HTTPS port (was maas + 1: the node simulator's port under a base)
 
     @classmethod
     def from_base(cls, base: int) -> Ports:
-        """Every port at ``base + its index`` in the field order (11 consecutive ports)."""
+        """Every port at ``base + its index`` in the field order (12 consecutive ports)."""
         names = [f for f in cls.__dataclass_fields__]
         if not 1024 <= base <= 65535 - len(names):
             raise ValueError(f"BMCAPI_LAB_PORT_BASE {base}: between 1024 and {65535 - len(names)}")

@@ -1,6 +1,6 @@
 """The MAAS simulator (lab/maas_sim) as a lab service.
 
-One process on 127.0.0.1:``cfg.ports.maas`` (HTTP) and the next port (HTTPS, a certificate from the
+One process on 127.0.0.1:``cfg.ports.maas`` (HTTP) and ``cfg.ports.maas_tls`` (HTTPS, a certificate from the
 lab CA in ``cfg.data("maas")/tls/ca.pem``), started and stopped by PID. The
 admin API key (``consumer:token:secret``) is made once and kept in
 ``cfg.data("maas")/api_key`` (mode 0600) so tests and playbooks read it from
@@ -31,8 +31,9 @@ def url(cfg: LabConfig) -> str:
 
 
 def tls_port(cfg: LabConfig) -> int:
-    """The HTTPS port: the one after the HTTP port (lab/config.py has no field of its own for it)."""
-    return cfg.ports.maas + 1
+    """The HTTPS port, a field of its own in lab/config.py (``maas + 1`` was the node simulator's port under a
+    port base)."""
+    return cfg.ports.maas_tls
 
 
 def tls_url(cfg: LabConfig) -> str:

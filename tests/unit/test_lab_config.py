@@ -21,6 +21,11 @@ def test_a_base_gives_every_port_and_is_remembered(tmp_path, monkeypatch):
     ports = config.load().ports
     values = list(dataclasses.asdict(ports).values())
     assert values == list(range(31000, 31000 + len(values)))
+    # the MAAS simulator's HTTPS port is one of them, no other service's (maas + 1 was the node simulator's)
+    from lab.services import maas
+
+    cfg = config.load()
+    assert maas.tls_port(cfg) == ports.maas_tls and values.count(maas.tls_port(cfg)) == 1
     assert (tmp_path / "a" / config.PORT_BASE_FILE).read_text().strip() == "31000"
     monkeypatch.delenv("BMCAPI_LAB_PORT_BASE")
     assert config.load().ports == ports  # a later command on the same lab dir, without the variable
