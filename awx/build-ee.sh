@@ -141,6 +141,7 @@ cat > "$WORK/smoke.yml" <<'EOF'
   connection: local
   gather_facts: false
   vars:
+    ansible_python_interpreter: "{{ ansible_playbook_python }}"
     store: {kind: sqlite, path: /tmp/smoke/capi.db}
   tasks:
     - name: Create an IPPool
@@ -149,6 +150,7 @@ cat > "$WORK/smoke.yml" <<'EOF'
         namespace: default
         store: "{{ store }}"
         spec:
+          namePrefix: smoke
           pools: [{start: 192.168.10.10, end: 192.168.10.20}]
           prefix: 24
       register: created
