@@ -44,6 +44,12 @@ TASK_KEYWORDS = {"name", "loop", "loop_control", "no_log", "when"}
 VALIDATOR_ARGS = ("mutually_exclusive", "required_together", "required_one_of", "required_if", "required_by")
 
 
+def _no_network(event: str, args: tuple) -> None:
+    # tests/unit is hermetic (tests/unit/conftest.py watches the pytest process; this is a process of its own).
+    if event in ("socket.connect", "socket.getaddrinfo", "socket.gethostbyname", "socket.sendto"):
+        raise SystemExit(f"awx_configure.py: {event} {args!r}: no network here")
+
+
 class _Constructed(Exception):
     def __init__(self, kwargs: dict):
         super().__init__("module object constructed")
@@ -149,5 +155,6 @@ def run(awx_dir: Path, extra_vars: dict) -> dict:
 
 
 if __name__ == "__main__":
+    sys.addaudithook(_no_network)
     result = run(Path(sys.argv[1]).resolve(), json.loads(sys.argv[2]))
     print(json.dumps(result, default=str))
