@@ -24,7 +24,9 @@ Semantics (the contract tests in tests/unit/store hold both stores to them):
   the background: callers poll).  Returns the object as it now is, or None
   when it is gone.  Deleting a missing object raises NotFound.
 * ``list`` returns objects sorted by namespace and name; ``namespace=None``
-  means all namespaces; ``label_selector`` takes any form model.selectors.parse does.
+  means all namespaces; ``label_selector`` takes any form model.selectors.parse does; ``fields`` are the
+  field filters of store/common.py (equality, one of, UNSET, ABSENT on any path).
+* ``list_keys`` takes the same arguments and returns (namespace, name) of what ``list`` would return.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ class Store(Protocol):
 
     def list(self, kind: str, namespace: str | None = None, label_selector=None, fields=None) -> list[dict]:
         """Objects of a kind, by namespace and name; ``fields``: {dotted path: value or None} equalities."""
+
+    def list_keys(self, kind: str, namespace: str | None = None, label_selector=None, fields=None) -> list[tuple]:
+        """(namespace, name) of the objects ``list`` would return, in its order ("" for cluster-scoped kinds);
+        the sqlite store answers it without decoding them."""
 
     def create(self, obj: dict) -> dict: ...
 

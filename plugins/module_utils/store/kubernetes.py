@@ -335,6 +335,14 @@ class KubernetesStore:
             out += [o for o in items if sel.matches(o["metadata"].get("labels")) and common.fields_match(o, fields)]
         return sorted(out, key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
 
+    def list_keys(self, kind, namespace: str | None = None, label_selector=None, fields=None) -> list[tuple]:
+        """(namespace, name) of what ``list`` returns: the same read (server-side label selector, pages),
+        since the API server filters custom resources by labels only; the field filters apply here."""
+        return [
+            (o["metadata"].get("namespace") or "", o["metadata"]["name"])
+            for o in self.list(kind, namespace, label_selector, fields)
+        ]
+
     def _pages(self, k: kinds.Kind, ns: str | None, params: dict) -> list[list[dict]]:
         where, url = self._where(k, "*", ns), path(k, None, ns)
         for _restart in range(3):
