@@ -200,7 +200,9 @@ FIELD_CASES = [
         ["h-absent", "h-avail", "h-empty-ref", "h-ready", "h-ref"],
     ),
     ({("metadata", "annotations", "x.io/paused"): ""}, ["h-error"]),
-    ({("metadata", "annotations"): common.ABSENT}, ["h-absent", "h-avail", "h-ref"]),
+    # every object carries the collection's marker annotation (model/ownership.py), so a map key absent is shown
+    # on consumerRef: h-empty-ref's empty consumerRef is there (UNSET matches it, ABSENT does not)
+    ({("spec", "consumerRef"): common.ABSENT}, ["h-absent", "h-avail", "h-error", "h-ready"]),
     ({"spec.online": True}, ["h-avail"]),
     (
         {
