@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST := $(PY) -m pytest
 
-.PHONY: help venv core-venvs cloud-init test lint sanity unit integration e2e lifecycle resilience molecule demo lab-up lab-down lab-status lab-reset bench clean
+.PHONY: help venv core-venvs awx-collection ee cloud-init test lint sanity unit integration e2e lifecycle resilience molecule demo lab-up lab-down lab-status lab-reset bench clean
 
 help:
 	@echo "make demo   - bring up the lab and provision a cluster on each provider"
@@ -41,9 +41,21 @@ lint: venv
 sanity: venv
 	$(PY) tests/run_sanity.py --sanity
 
-unit: venv
+unit: venv awx-collection
 	$(PYTEST) -p no:cacheprovider tests/unit/store -v -rs
 	$(PYTEST) -p no:cacheprovider tests/unit --ignore=tests/unit/store -q -rs --durations=15
+
+# awx.awx from the `ansible` wheel on PyPI (pinned by hash in tests/unit/awx/awx-collection.txt), unpacked alone
+# into build/awx-collection: tests/unit/awx validates awx/configure.yml against its modules' argument specs.
+AWX_COLLECTION := build/awx-collection/ansible_collections/awx/awx/MANIFEST.json
+awx-collection: $(AWX_COLLECTION)
+$(AWX_COLLECTION): tests/unit/awx/awx-collection.txt tests/unit/awx/awx_collection.py | $(VENV)/.installed
+	$(PY) tests/unit/awx/awx_collection.py
+
+# The AWX execution environment built with podman on a base image made from Debian packages, then smoke-run
+# (awx/build-ee.sh, docs/awx.md; needs root, podman, debootstrap). Long: not part of make test.
+ee: venv
+	awx/build-ee.sh
 
 # cloud-init's own schema validator checks every user data the collection renders (tests/integration/bootstrap):
 # Debian's package, installed once (the lab installs its own Debian packages the same way).

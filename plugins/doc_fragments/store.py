@@ -73,4 +73,16 @@ options:
         description:
           - The namespace a task works in when it names none. V(default) when not set.
         type: str
+      adopt:
+        description:
+          - Every object the collection writes carries the annotation C(capi.baremetal.io/managed-by=baremetal.capi).
+            An existing object without it that a running upstream controller (Cluster API, CAPM3, the
+            baremetal-operator) writes to, as its field manager in C(metadata.managedFields) shows, is refused.
+            The task fails naming the object, unless the object is paused as C(clusterctl move) pauses objects
+            (Cluster C(spec.paused), annotation C(cluster.x-k8s.io/paused) or C(baremetalhost.metal3.io/paused)).
+          - V(true) takes such objects over (and marks them). Stop the upstream controller first, or both
+            reconcile the same objects.
+          - See the collection's C(docs/management-cluster.md).
+        type: bool
+        default: false
 """

@@ -46,6 +46,10 @@ class StoreUnavailable(CapiError):
     """The store cannot be reached."""
 
 
+class Incompatible(StoreUnavailable):
+    """The management cluster serves a kind of the collection at other versions only (another project's CRD)."""
+
+
 class Requeue(CapiError):
     """Not an error: the object is not ready yet; try again after ``after`` seconds."""
 

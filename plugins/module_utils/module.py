@@ -60,6 +60,7 @@ def store_argument_spec() -> dict:
                 ca_cert=dict(type="path", aliases=["ssl_ca_cert"]),
                 validate_certs=dict(type="bool", aliases=["verify_ssl"]),
                 namespace=dict(type="str"),
+                adopt=dict(type="bool", default=False),
             ),
         )
     )

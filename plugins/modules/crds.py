@@ -13,9 +13,12 @@ description:
   - Creates, in the management cluster of the kubernetes store, a CustomResourceDefinition for each custom kind of
     the collection's object model (Cluster API, CAPM3, IPAM, baremetal-operator, CAPMAAS kinds, and
     C(MaasRemediation)), with structural schemas, the status subresource and the upstream short names.
-  - A kind the cluster already serves is left alone, even when its CRD serves another version than the
-    collection stores; the upstream controllers' CRDs (Cluster API, CAPM3, BMO) are never replaced. Such kinds are
-    listed in RV(skipped) with the reason.
+  - A kind the cluster already serves is left alone; the upstream controllers' CRDs (Cluster API, CAPM3, BMO) are
+    never replaced. Such kinds are listed in RV(skipped) with the reason.
+  - When such a CRD does not serve the version the collection stores (for example a CAPM3 whose CRDs serve
+    C(infrastructure.cluster.x-k8s.io/v1beta1) only), the task fails before anything is written, naming every
+    such CRD, the versions it serves, the version needed and what to do (upgrade that provider, or use another
+    management cluster, since CRDs are cluster-wide). The same message comes from any module that uses the kind.
   - A CRD this module made earlier (label C(app.kubernetes.io/managed-by=baremetal.capi)) is updated when it differs.
   - With the sqlite store there is nothing to install; the module reports C(changed=false).
   - The same manifests are in the collection's C(crds/) folder for C(kubectl apply -f crds/).
@@ -80,7 +83,7 @@ skipped:
   description: Kinds the cluster already serves with a CRD of its own, each with the reason.
   returned: always
   type: dict
-  sample: {machines.cluster.x-k8s.io: "already served by the cluster's own CRD (serves v1beta1, not v1beta2)"}
+  sample: {baremetalhosts.metal3.io: "already served by the cluster's own CRD"}
 """
 
 from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402 (imports follow the docs in a module)

@@ -25,6 +25,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import NoHostAvailable, Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base as hosts
 from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, names, selectors
+from ansible_collections.baremetal.capi.plugins.module_utils.store import common
 from ansible_collections.baremetal.capi.plugins.module_utils.store import mutate as rmw
 
 NO_HOST = "No available host found"
@@ -156,18 +157,91 @@ def choose_host(store, m3m: dict, machine: dict | None, rng=None, exclude=()) ->
 
 def _choose(store, m3m: dict, machine: dict | None, rng=None, exclude=()):
     selector = host_selector(m3m)
+    reuse_value = node_reuse_value(store, machine)
+    if getattr(store, "indexes_fields", False):
+        found = _choose_indexed(store, m3m, selector, reuse_value, rng, exclude)
+        if found is not None:
+            return found
+    # Every host the selector matches, classified (the kubernetes store: the API server filters custom resources
+    # by labels only); on the sqlite store, the way to the NoHostAvailable error and its reasons.
     listed = [h for h in candidates(store, m3m, selector) if meta.name(h) not in exclude]
-    own, reuse, available, skipped = classify(listed, m3m, node_reuse_value(store, machine))
+    own, reuse, available, skipped = classify(listed, m3m, reuse_value)
     if own is not None:
         return own, names.ASSOCIATE_BMH_SUCCESS_REASON
     if reuse:
-        not_ready = [h for h in reuse if hosts.state(h) not in (names.BMH_STATE_READY, names.BMH_STATE_AVAILABLE)]
-        if not_ready:
-            raise Requeue(f"node-reuse host(s) {', '.join(meta.name(h) for h in not_ready)} not ready yet", after=30)
-        return reuse[-1], names.ASSOCIATE_BMH_VIA_NODE_REUSE_SUCCESS_REASON
+        return _reuse_choice(reuse)
     if not available:
         return None, no_host(store, m3m, selector, listed, skipped, exclude)
     return pick(available, (m3m.get("spec") or {}).get("failureDomain"), rng), names.ASSOCIATE_BMH_SUCCESS_REASON
+
+
+def _reuse_choice(reuse: list[dict]):
+    not_ready = [h for h in reuse if hosts.state(h) not in (names.BMH_STATE_READY, names.BMH_STATE_AVAILABLE)]
+    if not_ready:
+        raise Requeue(f"node-reuse host(s) {', '.join(meta.name(h) for h in not_ready)} not ready yet", after=30)
+    return reuse[-1], names.ASSOCIATE_BMH_VIA_NODE_REUSE_SUCCESS_REASON
+
+
+# What classify asks of an "available" host, as store field filters (one index answers them on the sqlite store);
+# the node-reuse label DoesNotExist and the host selector are label requirements beside them.
+_FREE_FIELDS = common.FREE_HOST_FIELDS
+_REUSE_ONLY = selectors.Selector([_REUSE])
+_NO_REUSE = selectors.requirement(names.NODE_REUSE_LABEL, selectors.NOT_EXISTS)
+
+
+def _choose_indexed(store, m3m: dict, selector, reuse_value, rng, exclude):
+    """The choice classify + pick make among every candidate, reading whole only the hosts that must be read:
+    the one this machine consumes and the node-reuse ones (few), then the names of the available hosts (the
+    store filters them: classify's rules as field filters), a random one of which is read and checked again.
+    None when there is no host to take (the caller's full read then says why)."""
+    ns = meta.namespace(m3m)
+    few = {}
+    # (the node-reuse hosts by their label alone, the selector checked here: SQLite would otherwise walk every
+    # host of the namespace for the selector's label lists)
+    reusable = [h for h in store.list(hosts.KIND, ns, _REUSE_ONLY) if selector.matches(meta.labels(h))]
+    for host in store.list(hosts.KIND, ns, selector, fields={CONSUMER_NAME: meta.name(m3m)}) + reusable:
+        few[meta.name(host)] = host
+    own, reuse, _available, _skipped = classify(
+        [few[name] for name in sorted(few) if name not in exclude], m3m, reuse_value
+    )
+    if own is not None:
+        return own, names.ASSOCIATE_BMH_SUCCESS_REASON
+    if reuse:
+        return _reuse_choice(reuse)
+    rng = rng or _SYSTEM_RANDOM
+    free = selectors.Selector([*selector.requirements, _NO_REUSE])
+    fd = (m3m.get("spec") or {}).get("failureDomain")
+    for _attempt in range(CLAIM_ATTEMPTS):
+        # pick()'s rule: uniformly random among the failure domain's hosts when there are any, else among all;
+        # the same name-ordered lists pick() draws from, so that a given rng draws the same host
+        pool = []
+        if fd and selectors.label_value_error(fd) is None:  # (no label can hold another value)
+            pool = _free_hosts(store, ns, selectors.Selector([*free.requirements, _in_domain(fd)]), exclude)
+        in_fd = bool(pool)
+        if not pool:
+            pool = _free_hosts(store, ns, free, exclude)
+        if not pool:
+            return None
+        name = meta.name(rng.choice(pool))
+        host = refs.get_or_none(store, hosts.KIND, name, ns)
+        # written since it was listed (claimed, say): choose again, as a lost claim does
+        if host is not None and selector.matches(meta.labels(host)) and classify([host], m3m, reuse_value)[2]:
+            if not in_fd or meta.labels(host).get(names.FAILURE_DOMAIN_LABEL) == fd:
+                return host, names.ASSOCIATE_BMH_SUCCESS_REASON
+    return None
+
+
+def _in_domain(fd: str):
+    return selectors.requirement(names.FAILURE_DOMAIN_LABEL, selectors.EQUALS, [fd])
+
+
+def _free_hosts(store, ns: str, selector, exclude) -> list[dict]:
+    """The available hosts as {"metadata": {name, namespace}}, by name (what pick draws from)."""
+    return [
+        {"metadata": {"name": name, "namespace": ns}}
+        for _ns, name in store.list_keys(hosts.KIND, ns, selector, fields=_FREE_FIELDS)
+        if name not in exclude
+    ]
 
 
 def no_host(store, m3m: dict, selector, _listed: list, skipped: dict, exclude=()) -> NoHostAvailable:

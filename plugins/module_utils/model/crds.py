@@ -28,6 +28,47 @@ _CAPI_CATEGORY_GROUPS = {
 
 _OPEN = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
+# The upstream project whose CRD serves a group (for the infrastructure group: by the kind's prefix).
+_PROVIDERS = {
+    kinds.CAPI_GROUP: "Cluster API",
+    kinds.CONTROLPLANE_GROUP: "Cluster API (KubeadmControlPlane)",
+    kinds.BOOTSTRAP_GROUP: "Cluster API (kubeadm bootstrap provider)",
+    kinds.ADDONS_GROUP: "Cluster API",
+    kinds.CAPI_IPAM_GROUP: "Cluster API (IPAM)",
+    kinds.M3IPAM_GROUP: "Metal3 ip-address-manager",
+    kinds.BMO_GROUP: "the baremetal-operator",
+}
+
+
+def provider(kind: kinds.Kind) -> str:
+    """The upstream project that ships the CRD of ``kind``."""
+    if kind.group == kinds.INFRA_GROUP:
+        return "CAPMAAS" if kind.kind.startswith("Maas") else "CAPM3 (cluster-api-provider-metal3)"
+    return _PROVIDERS.get(kind.group, f"the project that installed the CRD {kind.crd_name}")
+
+
+def served_versions(existing: dict) -> list[str]:
+    return [v["name"] for v in (existing.get("spec") or {}).get("versions") or [] if v.get("served")]
+
+
+def ours(existing: dict) -> bool:
+    labels = (existing.get("metadata") or {}).get("labels") or {}
+    return all(labels.get(key) == value for key, value in MANAGED_BY.items())
+
+
+def version_problem(kind: kinds.Kind, existing: dict) -> str | None:
+    """Why the collection cannot use a CRD another project installed for ``kind`` (None: it can)."""
+    versions = served_versions(existing)
+    if ours(existing) or kind.version in versions:
+        return None
+    return (
+        f"CRD {kind.crd_name} was installed by another project (no label "
+        f"{', '.join(f'{k}={v}' for k, v in MANAGED_BY.items())}) and serves {', '.join(versions) or 'no version'}; "
+        f"the collection stores {kind.kind} at {kind.api_version}. Upgrade {provider(kind)} to a release whose "
+        f"CRDs serve {kind.version}, or point the kubernetes store at a management cluster without it "
+        "(store.kubeconfig / store.context): a CRD is cluster-wide, so another namespace does not help"
+    )
+
 
 def crd(kind: kinds.Kind) -> dict:
     """The CustomResourceDefinition of one custom kind."""

@@ -24,7 +24,9 @@ Semantics (the contract tests in tests/unit/store hold both stores to them):
   the background: callers poll).  Returns the object as it now is, or None
   when it is gone.  Deleting a missing object raises NotFound.
 * ``list`` returns objects sorted by namespace and name; ``namespace=None``
-  means all namespaces; ``label_selector`` takes any form model.selectors.parse does.
+  means all namespaces; ``label_selector`` takes any form model.selectors.parse does; ``fields`` are the
+  field filters of store/common.py (equality, one of, UNSET, ABSENT on any path).
+* ``list_keys`` takes the same arguments and returns (namespace, name) of what ``list`` would return.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ class Store(Protocol):
 
     def list(self, kind: str, namespace: str | None = None, label_selector=None, fields=None) -> list[dict]:
         """Objects of a kind, by namespace and name; ``fields``: {dotted path: value or None} equalities."""
+
+    def list_keys(self, kind: str, namespace: str | None = None, label_selector=None, fields=None) -> list[tuple]:
+        """(namespace, name) of the objects ``list`` would return, in its order ("" for cluster-scoped kinds);
+        the sqlite store answers it without decoding them."""
 
     def create(self, obj: dict) -> dict: ...
 
@@ -64,6 +70,7 @@ STORE_OPTION_KEYS = (
     "ca_cert",
     "validate_certs",
     "namespace",
+    "adopt",
 )
 
 
@@ -81,20 +88,21 @@ def open_store(options: dict | None = None) -> Store:
         raise Invalid(f"unknown option(s) {', '.join(sorted(unknown))}", field="store")
     kind = options.pop("kind", None) or "sqlite"
     options.pop("namespace", None)
+    adopt = bool(options.pop("adopt", None))
     if kind == "sqlite":
         from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
 
         extra = {k for k, v in options.items() if v is not None and k != "path"}
         if extra:
             raise Invalid(f"option(s) {', '.join(sorted(extra))} apply to the kubernetes store only", field="store")
-        return SqliteStore(options.get("path") or default_sqlite_path())
+        return SqliteStore(options.get("path") or default_sqlite_path(), adopt=adopt)
     if kind == "kubernetes":
         from ansible_collections.baremetal.capi.plugins.module_utils.store.kubernetes import KubernetesStore
 
         if options.get("path"):
             raise Invalid("path applies to the sqlite store only", field="store.path")
         options.pop("path", None)
-        return KubernetesStore(**{k: v for k, v in options.items() if v is not None})
+        return KubernetesStore(**{k: v for k, v in options.items() if v is not None}, adopt=adopt)
     raise Invalid(f"unknown store kind {kind!r}: sqlite or kubernetes", field="store.kind")
 
 

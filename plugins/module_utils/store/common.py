@@ -7,8 +7,8 @@ import copy
 import json
 import random
 
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, Forbidden, Invalid
-from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Conflict, Forbidden, Invalid
+from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names, ownership
 
 # The alphabet Kubernetes uses for generateName suffixes (no vowels, no 0/1/3).
 _SUFFIX = "bcdfghjklmnpqrstvwxz2456789"
@@ -34,6 +34,7 @@ def creatable(obj: dict):
     """A copy of an object about to be created, and its Kind (validated as the API server would)."""
     obj = copy.deepcopy(obj)
     k = meta.validate_object(obj, for_create=True)
+    ownership.mark(obj)
     if obj["metadata"].get("resourceVersion"):
         raise Invalid(
             "resourceVersion should not be set on objects to be created",
@@ -50,6 +51,29 @@ def updatable(obj: dict, status: bool):
     if status and not k.status_subresource:
         raise Invalid(f"{k.kind} has no status subresource", obj=meta.ref(obj), field="status")
     return k
+
+
+def guard(stored: dict, action: str, *, adopt: bool, get=None, seen_managers=None) -> bool:
+    """Refuse (Forbidden) to ``action`` an object an upstream controller manages (model/ownership.py); else
+    whether the write may mark it as the collection's (not while it is only paused for the upstream controller).
+
+    ``get(kind, name, namespace)`` reads the object's Cluster, whose ``spec.paused`` pauses it; it is called
+    only for an unmarked object an upstream controller wrote. ``seen_managers``: the stored object's field
+    managers when they are not in ``stored`` (the kubernetes store keeps managedFields out of objects).
+    """
+    found = ownership.upstream(stored, seen_managers)
+    if not found or adopt:
+        return True
+    cluster = None
+    name = meta.labels(stored).get(names.CLUSTER_NAME_LABEL) or (stored.get("spec") or {}).get("clusterName")
+    if get is not None and name and stored.get("kind") != "Cluster":
+        try:
+            cluster = get("Cluster", name, meta.namespace(stored))
+        except CapiError:
+            cluster = None  # no Cluster (or one the store cannot read): only the object's own marks count
+    if ownership.paused(stored, cluster):
+        return False
+    raise Forbidden(ownership.refusal(stored, found, action), obj=meta.ref(stored))
 
 
 def conflict(kind, name) -> Conflict:
@@ -86,6 +110,8 @@ def merged_update(stored: dict, obj: dict, kind) -> dict:
         if key in stored["metadata"]:
             new_md[key] = stored["metadata"][key]
     new["metadata"] = new_md
+    if ownership.marked(stored):  # the marker stays once set: an update that drops it (a replace) keeps it
+        ownership.mark(new)
     if kind.status_subresource:
         if "status" in stored:
             new["status"] = copy.deepcopy(stored["status"])
@@ -117,33 +143,122 @@ def same(a: dict, b: dict) -> bool:
     return ra == rb
 
 
-# Field filters of ``list(..., fields=...)``: a dotted path into the object -> the value it must have, None for
-# absent (or null).  Equality only, like a Kubernetes field selector, but on any path (CRDs serve field
-# selectors only on metadata.name/namespace).  The sqlite store indexes the paths in INDEXED_FIELDS.
+# Field filters of ``list(..., fields=...)`` and ``list_keys``: a path into the object -> what it must hold.
+# A path is dotted ("spec.consumerRef.name") or a tuple of keys, for keys with dots or slashes
+# (("metadata", "annotations", "baremetalhost.metal3.io/paused")).  What it must hold:
+#   a string, number or boolean: equal to it; None: absent or null;
+#   a tuple of those: any one of them;
+#   UNSET: absent, null or empty ("", 0, false, {}, []): what Python's falsiness and Go's zero value mean;
+#   ABSENT: the key is not there at all (a map key such as an annotation, whatever its value).
+# Like a Kubernetes field selector, but on any path (CRDs serve field selectors only on metadata.name/namespace).
+# The sqlite store answers them in SQL, and indexes the paths in INDEXED_FIELDS.
 CONSUMER_NAME = "spec.consumerRef.name"
 INDEXED_FIELDS = (CONSUMER_NAME,)
 
 
-def field_value(obj: dict, dotted: str):
-    value = obj
-    for part in dotted.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
+class _Marker:
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+UNSET = _Marker("UNSET")
+ABSENT = _Marker("ABSENT")
+_MISSING = _Marker("missing")
+
+
+# What chooseHost asks of an "available" host (capm3.md §2.2; metal3/choose.py classify), as field filters: no
+# consumerRef, not deleting, no errorMessage, none of the paused / unhealthy annotations (whatever their value),
+# provisioning state ready or available.  The sqlite store answers exactly this set from one index
+# (objects_free_hosts), without reading the hosts.
+FREE_HOST_FIELDS = {
+    "spec.consumerRef": UNSET,
+    "metadata.deletionTimestamp": UNSET,
+    "status.errorMessage": UNSET,
+    ("metadata", "annotations", names.BMH_PAUSED_ANNOTATION): ABSENT,
+    ("metadata", "annotations", names.UNHEALTHY_ANNOTATION): ABSENT,
+    ("metadata", "annotations", names.UNHEALTHY_ANNOTATION_DEPRECATED): ABSENT,
+    "status.provisioning.state": (names.BMH_STATE_READY, names.BMH_STATE_AVAILABLE),
+}
+# (index name, kind, filters) the sqlite store keeps an index for
+FILTER_INDEXES = (("objects_free_hosts", "BareMetalHost", FREE_HOST_FIELDS),)
+
+
+def _scalar(value) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def field_path(path) -> tuple:
+    """A filter path as a tuple of keys; Invalid for anything else."""
+    from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
+
+    if isinstance(path, str):
+        parts = tuple(path.split("."))
+        if not path or any(not p.isidentifier() for p in parts):
+            raise Invalid(f"field filter path {path!r} is not a dotted path of field names", field="fields")
+        return parts
+    if (
+        isinstance(path, tuple)
+        and path
+        and all(isinstance(p, str) and p and '"' not in p and p.isprintable() for p in path)
+    ):
+        return path
+    raise Invalid(f"field filter path {path!r}: a dotted string or a tuple of keys (no quotes)", field="fields")
 
 
 def check_fields(fields: dict | None) -> dict:
+    """The filters as {tuple of keys: wanted}, checked (Invalid naming the filter otherwise)."""
     from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 
-    fields = dict(fields or {})
-    for path, value in fields.items():
-        if not isinstance(path, str) or not path or any(not p.isidentifier() for p in path.split(".")):
-            raise Invalid(f"field filter path {path!r} is not a dotted path of field names", field="fields")
-        if value is not None and not isinstance(value, (str, int, bool)):
-            raise Invalid(f"field filter {path}: a string, number, boolean or None, not {value!r}", field="fields")
-    return fields
+    out = {}
+    for path, value in dict(fields or {}).items():
+        keys = field_path(path)
+        ok = (
+            value is UNSET
+            or value is ABSENT
+            or (_scalar(value) and not isinstance(value, float))
+            or (isinstance(value, tuple) and value and all(_scalar(v) and not isinstance(v, float) for v in value))
+        )
+        if not ok:
+            raise Invalid(
+                f"field filter {'.'.join(keys)}: a string, number, boolean, None, a tuple of those, UNSET or "
+                f"ABSENT, not {value!r}",
+                field="fields",
+            )
+        out[keys] = value
+    return out
+
+
+def field_value(obj: dict, path):
+    """The value at a path (dotted or a tuple of keys); None when it is absent."""
+    value = _lookup(obj, field_path(path) if not isinstance(path, tuple) else path)
+    return None if value is _MISSING else value
+
+
+def _lookup(obj, keys: tuple):
+    value = obj
+    for part in keys:
+        if not isinstance(value, dict) or part not in value:
+            return _MISSING
+        value = value[part]
+    return value
+
+
+def field_matches(obj: dict, keys: tuple, want) -> bool:
+    value = _lookup(obj, keys)
+    if want is ABSENT:
+        return value is _MISSING
+    if value is _MISSING:
+        value = None
+    if want is UNSET:
+        return not value
+    if isinstance(want, tuple):
+        return any(value == w if w is not None else value is None for w in want)
+    return value == want if want is not None else value is None
 
 
 def fields_match(obj: dict, fields: dict) -> bool:
-    return all(field_value(obj, path) == value for path, value in fields.items())
+    """``fields`` as check_fields returns them."""
+    return all(field_matches(obj, keys, want) for keys, want in fields.items())

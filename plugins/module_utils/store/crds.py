@@ -3,8 +3,9 @@
 """Applying the collection's CRDs (model/crds.py) to a management cluster's API server.
 
 Where a cluster already serves a kind (upstream CAPI, CAPM3, BMO CRDs installed), its CRD is never replaced:
-that is the user's real controller's. A CRD of ours (label app.kubernetes.io/managed-by=baremetal.capi) whose
-spec moved is updated.
+that is the user's real controller's. When such a CRD does not serve the version the collection stores (a
+v1beta1-only CAPM3), nothing is applied and the error names every such CRD and what to do. A CRD of ours (label
+app.kubernetes.io/managed-by=baremetal.capi) whose spec moved is updated.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from __future__ import annotations
 import json
 import time
 
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import StoreUnavailable, Timeout
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Incompatible, StoreUnavailable, Timeout
+from ansible_collections.baremetal.capi.plugins.module_utils.model import crds as model_crds
 from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds
-from ansible_collections.baremetal.capi.plugins.module_utils.model.crds import MANAGED_BY, crd
+from ansible_collections.baremetal.capi.plugins.module_utils.model.crds import crd
 
 
 def _served(client, kind: kinds.Kind) -> bool:
@@ -38,7 +40,8 @@ def apply_crds(client, kinds_to_apply=None, wait: float = 60.0, check_mode: bool
 
     ``client`` is a ``kubernetes`` ApiClient or a KubernetesStore.  A CRD of ours
     (label app.kubernetes.io/managed-by=baremetal.capi) whose spec moved is
-    updated; one of anybody else is left alone even when it lacks our version.
+    updated; one of anybody else is left alone, and when it does not serve the
+    version the collection stores, Incompatible is raised before anything is written.
     Returns {created, updated, unchanged, skipped: {name: why}}.
     """
     from kubernetes import client as k8s
@@ -49,16 +52,25 @@ def apply_crds(client, kinds_to_apply=None, wait: float = 60.0, check_mode: bool
     result = {"created": [], "updated": [], "unchanged": [], "skipped": {}}
     wanted = [kinds.resolve(k) for k in kinds_to_apply] if kinds_to_apply else [k for k in kinds.ALL if not k.core]
     try:
+        existing = {}
         for kind in wanted:
-            body = crd(kind)
-            name = kind.crd_name
             try:
-                existing = json.loads(ext.read_custom_resource_definition(name, _preload_content=False).data)
+                existing[kind] = json.loads(
+                    ext.read_custom_resource_definition(kind.crd_name, _preload_content=False).data
+                )
             except ApiException as exc:
                 if exc.status != 404:
                     raise
-                existing = None
-            if existing is None:
+                existing[kind] = None
+        # Every CRD checked before anything is written: a half-applied set would leave the store half usable.
+        problems = [model_crds.version_problem(kind, found) for kind, found in existing.items() if found]
+        problems = [p for p in problems if p]
+        if problems:
+            raise Incompatible("; ".join(problems))
+        for kind, found in existing.items():
+            body = crd(kind)
+            name = kind.crd_name
+            if found is None:
                 if _served(client, kind):  # served by an aggregated API server, not a CRD
                     result["skipped"][name] = "served by the cluster (not a CRD)"
                     continue
@@ -66,21 +78,16 @@ def apply_crds(client, kinds_to_apply=None, wait: float = 60.0, check_mode: bool
                     ext.create_custom_resource_definition(body)
                 result["created"].append(name)
                 continue
-            labels = existing["metadata"].get("labels") or {}
-            if any(labels.get(key) != value for key, value in MANAGED_BY.items()):
-                versions = [v["name"] for v in existing["spec"]["versions"] if v.get("served")]
-                why = "already served by the cluster's own CRD"
-                if kind.version not in versions:
-                    why += f" (serves {', '.join(versions)}, not {kind.version})"
-                result["skipped"][name] = why
+            if not model_crds.ours(found):
+                result["skipped"][name] = "already served by the cluster's own CRD"
                 continue
-            if existing["spec"].get("versions") == body["spec"]["versions"] and (
-                existing["spec"].get("names") == body["spec"]["names"]
+            if found["spec"].get("versions") == body["spec"]["versions"] and (
+                found["spec"].get("names") == body["spec"]["names"]
             ):
                 result["unchanged"].append(name)
                 continue
             if not check_mode:
-                body["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+                body["metadata"]["resourceVersion"] = found["metadata"]["resourceVersion"]
                 ext.replace_custom_resource_definition(name, body)
             result["updated"].append(name)
         if wait and not check_mode:

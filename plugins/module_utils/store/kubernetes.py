@@ -23,11 +23,13 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     CapiError,
     Conflict,
     Forbidden,
+    Incompatible,
     Invalid,
     NotFound,
     StoreUnavailable,
 )
-from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, selectors
+from ansible_collections.baremetal.capi.plugins.module_utils.model import crds as model_crds
+from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, names, ownership, selectors
 from ansible_collections.baremetal.capi.plugins.module_utils.store import common, options, retry
 
 try:
@@ -151,14 +153,44 @@ def translate(exc, kind: kinds.Kind, where: str) -> CapiError:
     return StoreUnavailable(f"{exc.status} {exc.reason}: {message}", obj=where)
 
 
+_GUARD_ANNOTATIONS = (ownership.MANAGED_BY_ANNOTATION, names.PAUSED_ANNOTATION, names.BMH_PAUSED_ANNOTATION)
+
+
+def _summary(obj: dict) -> dict:
+    """What common.guard reads of a stored object."""
+    md = obj.get("metadata") or {}
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    # only the annotations the guard reads: a host's status and hardware-details annotations are large
+    annotations = {key: value for key, value in (md.get("annotations") or {}).items() if key in _GUARD_ANNOTATIONS}
+    labels = md.get("labels") or {}
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": {
+            **{key: md[key] for key in ("name", "namespace", "uid", "resourceVersion") if key in md},
+            "annotations": annotations,
+            "labels": {key: labels[key] for key in (names.CLUSTER_NAME_LABEL,) if key in labels},
+            "finalizers": list(md.get("finalizers") or []),
+        },
+        "spec": {key: spec[key] for key in ("paused", "clusterName") if key in spec},
+    }
+
+
 class KubernetesStore:
     kind_name = "kubernetes"
 
-    def __init__(self, kubeconfig=None, context=None, host=None, api_key=None, ca_cert=None, validate_certs=None):
+    def __init__(
+        self, kubeconfig=None, context=None, host=None, api_key=None, ca_cert=None, validate_certs=None, adopt=False
+    ):
         self.client = api_client(kubeconfig, context, host, api_key, ca_cert, validate_certs)
         self.dyn = DynamicClient(self.client, discoverer=_NoDiscovery)
         self.list_page = LIST_PAGE
         self.retry = retry.Policy()
+        # adopt: act on objects an upstream controller manages too (common.guard).
+        self.adopt = options.truthy(adopt)
+        # (kind key, namespace, name) -> (field managers, _summary) of the objects read: the guard of a write to
+        # an object read before costs no request (managedFields stay out of the objects handed out).
+        self._seen: dict[tuple, tuple] = {}
 
     def close(self) -> None:
         self.client.close()
@@ -196,11 +228,13 @@ class KubernetesStore:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _request(self, method: str, kind: kinds.Kind, where: str, url: str, body=None, **params) -> dict:
+        if method in ("POST", "PUT"):
+            params.setdefault("field_manager", ownership.FIELD_MANAGER)
         ambiguous_ok = not (method == "POST" and body and not (body.get("metadata") or {}).get("name"))
         try:
             resp, _retried = self._send(method, url, body, ambiguous_ok=ambiguous_ok, **params)
         except ApiException as exc:
-            err = translate(exc, kind, where)
+            err = self._unserved(translate(exc, kind, where), exc, kind)
             if getattr(exc, "retried", 0):
                 settled = self._settle(method, kind, url, body, err)
                 if settled is not None:
@@ -209,6 +243,19 @@ class KubernetesStore:
                     err = StoreUnavailable(f"{err.message} ({exc.retried + 1} attempts)", obj=err.obj)
             raise err from None
         return self._clean(json.loads(resp.data), kind)
+
+    def _unserved(self, err: CapiError, exc, kind: kinds.Kind) -> CapiError:
+        """A kind the server does not serve at our version because another project's CRD serves it at others:
+        the error says which versions and what to do (one read of the CRD, on this error path only)."""
+        if exc.status != 404 or not isinstance(err, StoreUnavailable) or kind.core:
+            return err
+        url = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{kind.crd_name}"
+        try:
+            found = json.loads(self.dyn.request("GET", url, serialize=False, _request_timeout=TIMEOUT).data)
+        except (ApiException, urllib3.exceptions.HTTPError, OSError):
+            return err  # no such CRD, or no right to read CRDs: the error stands
+        why = model_crds.version_problem(kind, found)
+        return Incompatible(why, obj=err.obj) if why else err
 
     def _settle(self, method: str, kind: kinds.Kind, url: str, body, err: CapiError) -> dict | None:
         """A retried write's second answer when its first attempt may have been applied: the object, if the
@@ -232,16 +279,29 @@ class KubernetesStore:
         common.merge_string_data(sent)
         return stored if retry.same_write(stored, sent, status=url.endswith("/status")) else None
 
-    @staticmethod
-    def _clean(obj: dict, kind: kinds.Kind) -> dict:
-        # List items of core kinds come without apiVersion/kind; managedFields is server bookkeeping.
+    def _clean(self, obj: dict, kind: kinds.Kind) -> dict:
+        # List items of core kinds come without apiVersion/kind; managedFields is server bookkeeping, kept
+        # apart for the guard of the writes that follow (common.guard).
         if obj.get("kind", "").endswith("List") and "items" in obj:
-            obj["items"] = [KubernetesStore._clean(item, kind) for item in obj["items"]]
+            obj["items"] = [self._clean(item, kind) for item in obj["items"]]
             return obj
         obj.setdefault("apiVersion", kind.api_version)
         obj.setdefault("kind", kind.kind)
-        (obj.get("metadata") or {}).pop("managedFields", None)
+        md = obj.get("metadata") or {}
+        if md.get("name"):
+            self._seen[(kind.key, md.get("namespace"), md["name"])] = (ownership.managers(obj), _summary(obj))
+        md.pop("managedFields", None)
         return obj
+
+    def _guard(self, k: kinds.Kind, name: str, ns: str | None, action: str, rv: str | None = None) -> bool:
+        """common.guard on the stored object: as it was last read (no request) when that is the version ``rv``
+        the write is conditional on (or any version, for a delete conditional on the one read), else read now."""
+        seen = self._seen.get((k.key, ns, name))
+        if seen is None or (rv and seen[1]["metadata"].get("resourceVersion") != rv):
+            self.get(k, name, ns)
+            seen = self._seen[(k.key, ns, name)]
+        managers, stored = seen
+        return common.guard(stored, action, adopt=self.adopt, get=self.get, seen_managers=managers)
 
     @staticmethod
     def _where(kind: kinds.Kind, name, namespace) -> str:
@@ -275,6 +335,14 @@ class KubernetesStore:
             out += [o for o in items if sel.matches(o["metadata"].get("labels")) and common.fields_match(o, fields)]
         return sorted(out, key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
 
+    def list_keys(self, kind, namespace: str | None = None, label_selector=None, fields=None) -> list[tuple]:
+        """(namespace, name) of what ``list`` returns: the same read (server-side label selector, pages),
+        since the API server filters custom resources by labels only; the field filters apply here."""
+        return [
+            (o["metadata"].get("namespace") or "", o["metadata"]["name"])
+            for o in self.list(kind, namespace, label_selector, fields)
+        ]
+
     def _pages(self, k: kinds.Kind, ns: str | None, params: dict) -> list[list[dict]]:
         where, url = self._where(k, "*", ns), path(k, None, ns)
         for _restart in range(3):
@@ -291,7 +359,7 @@ class KubernetesStore:
             except ApiException as exc:
                 if exc.status == 410:  # the continue token expired: read the list again from the start
                     continue
-                raise translate(exc, k, where) from None
+                raise self._unserved(translate(exc, k, where), exc, k) from None
         raise StoreUnavailable(f"cannot list {k.plural}: the list kept changing faster than it could be paged")
 
     # -- writes ---------------------------------------------------------------
@@ -331,11 +399,15 @@ class KubernetesStore:
         where = meta.ref(obj)
         url = path(k, md["name"], ns, "status" if status else None)
         if md.get("resourceVersion"):
+            if self._guard(k, md["name"], ns, "update", md["resourceVersion"]) and not status:
+                ownership.mark(body)
             return self._request("PUT", k, where, url, body=body)
         # No resourceVersion: an unconditional update (custom resources insist on
         # one, so take the current one and retry if someone slips in between).
         for _attempt in range(5):
             md["resourceVersion"] = self.get(k, md["name"], ns)["metadata"]["resourceVersion"]
+            if self._guard(k, md["name"], ns, "update", md["resourceVersion"]) and not status:
+                ownership.mark(body)
             try:
                 return self._request("PUT", k, where, url, body=body)
             except Conflict:
@@ -346,8 +418,19 @@ class KubernetesStore:
         k = kinds.resolve(kind)
         ns = self._ns(k, namespace)
         where = self._where(k, name, ns)
-        # Background: the garbage collector removes dependents after the owner is gone.
-        self._request("DELETE", k, where, path(k, name, ns), propagation_policy="Background")
+        # Background: the garbage collector removes dependents after the owner is gone. The delete is conditional
+        # on the version the guard judged; one that moved since is read and judged again.
+        for _attempt in range(5):
+            self._guard(k, name, ns, "delete")
+            rv = self._seen[(k.key, ns, name)][1]["metadata"].get("resourceVersion")
+            precondition = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"resourceVersion": rv}}
+            try:
+                self._request("DELETE", k, where, path(k, name, ns), body=precondition, propagation_policy="Background")
+                break
+            except Conflict:
+                self._seen.pop((k.key, ns, name), None)
+        else:
+            raise Conflict("the object kept changing while being deleted", obj=where)
         try:
             return self.get(k, name, ns)
         except NotFound:

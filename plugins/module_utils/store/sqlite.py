@@ -24,7 +24,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     NotFound,
     StoreUnavailable,
 )
-from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, selectors
+from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, ownership, selectors
 from ansible_collections.baremetal.capi.plugins.module_utils.store import common
 
 _SCHEMA = """
@@ -69,6 +69,72 @@ _LABEL_SQL = {
 }
 
 
+def _json_path(keys: tuple) -> str:
+    """A JSON1 path as a SQL literal; a dotted field path renders as the objects_consumer index expression does
+    (common.field_path has refused keys with a double quote)."""
+    text = "$" + "".join("." + (k if k.isidentifier() else f'"{k}"') for k in keys)
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _field_expr(keys: tuple, want) -> str:
+    """The expression a field filter compares; the same text in a query and in an index, so that SQLite searches
+    the index instead of reading every row's JSON."""
+    path = _json_path(keys)
+    value, kind = f"json_extract(body, {path})", f"json_type(body, {path})"
+    if want is common.ABSENT:
+        return kind
+    if want is common.UNSET:  # 1 when Python would call the value false: absent, null, false, 0, "", [], {}
+        return (
+            f"(CASE {kind} WHEN 'true' THEN 0 WHEN 'integer' THEN {value} = 0 WHEN 'real' THEN {value} = 0 "
+            f"WHEN 'text' THEN {value} = '' WHEN 'array' THEN json_array_length(body, {path}) = 0 "
+            f"WHEN 'object' THEN {value} = '{{}}' ELSE 1 END)"
+        )
+    return value
+
+
+def _field_sql(keys: tuple, want) -> tuple[str, list]:
+    """A field filter (store/common.py) as a condition on the row's JSON body, and its arguments."""
+    expr = _field_expr(keys, want)
+    if want is common.ABSENT:
+        return f"{expr} IS NULL", []
+    if want is common.UNSET:
+        return f"{expr} = 1", []
+    if isinstance(want, tuple):
+        if None in want:
+            return "(" + " OR ".join(f"{expr} IS ?" for _v in want) + ")", list(want)
+        return f"{expr} IN ({', '.join('?' * len(want))})", list(want)
+    return f"{expr} IS ?", [want]
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _index_for(k: kinds.Kind, namespace, fields: dict) -> str:
+    """``INDEXED BY`` the filter index that answers these filters in one namespace, else nothing: without
+    statistics SQLite's planner prefers the (kind, namespace) prefix of another index and reads every row."""
+    if namespace is None or not k.namespaced:
+        return ""
+    for name, key, wanted in _FILTER_INDEXES:
+        if key == k.key and all(fields.get(keys, _NOTHING) == w for keys, w in wanted.items()):
+            return f" INDEXED BY {name}"
+    return ""
+
+
+_NOTHING = object()
+_FILTER_INDEXES = [(name, kinds.resolve(kind).key, common.check_fields(f)) for name, kind, f in common.FILTER_INDEXES]
+
+
+def _filter_indexes() -> str:
+    """CREATE INDEX for each of common.FILTER_INDEXES: partial (one kind), equalities first, one-of last."""
+    out = []
+    for name, key, fields in _FILTER_INDEXES:
+        order = sorted(fields.items(), key=lambda item: (isinstance(item[1], tuple), item[0]))
+        columns = ", ".join(["namespace", *(_field_expr(keys, want) for keys, want in order), "name"])
+        out.append(f"CREATE INDEX IF NOT EXISTS {name} ON objects ({columns}) WHERE kind = {_literal(key)};")
+    return "\n".join(out)
+
+
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -78,7 +144,10 @@ class SqliteStore:
     # list(fields=...) on common.INDEXED_FIELDS is answered from an index, not by decoding every object
     indexes_fields = True
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, adopt: bool = False):
+        # adopt: act on objects an upstream controller wrote too (common.guard); nothing but an import of a
+        # kubernetes store's objects brings such objects (with their managedFields) into a sqlite file.
+        self.adopt = adopt
         self.path = os.path.abspath(os.path.expanduser(path))
         folder = os.path.dirname(self.path)
         try:
@@ -91,7 +160,7 @@ class SqliteStore:
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        self._con().executescript("BEGIN IMMEDIATE;" + _SCHEMA + "COMMIT;")
+        self._con().executescript("BEGIN IMMEDIATE;" + _SCHEMA + _filter_indexes() + "COMMIT;")
 
     # -- connections and transactions ------------------------------------
 
@@ -194,12 +263,14 @@ class SqliteStore:
             raise self._not_found(k, name, namespace)
         return self._load(row[2], row[1])
 
-    def list(self, kind, namespace: str | None = None, label_selector=None, fields=None) -> list[dict]:
+    def _query(self, columns: str, kind, namespace, label_selector, fields):
+        """(SQL, args, selector) of a list: every filter but gt/lt label requirements in SQL."""
         k = kinds.resolve(kind)
         sel = selectors.parse(label_selector, where="label_selector")
         fields = common.check_fields(fields)
-        sql = "SELECT rv, body FROM objects WHERE kind = ?"
-        args: list = [k.key]
+        # the kind as a literal: a partial index (common.FILTER_INDEXES) is used only when the query names its kind
+        sql = f"SELECT {columns} FROM objects{_index_for(k, namespace, fields)} WHERE kind = {_literal(k.key)}"
+        args: list = []
         if namespace is not None and k.namespaced:
             sql += " AND namespace = ?"
             args.append(namespace)
@@ -212,17 +283,34 @@ class SqliteStore:
             marks = ", ".join("?" * len(req.values))
             sql += " AND " + where.format(values=marks)
             args += [req.key, *req.values]
-        for dotted, value in sorted(fields.items()):
-            # the same expression as the objects_<field> indexes, so that SQLite uses them
-            sql += f" AND json_extract(body, '$.{dotted}') IS ?"
-            args.append(value)
-        sql += " ORDER BY namespace, name"
+        for keys, want in sorted(fields.items(), key=lambda item: item[0]):
+            where, values = _field_sql(keys, want)
+            sql += " AND " + where
+            args += values
+        # No ORDER BY: it would make SQLite walk the (kind, namespace, name) index instead of the one that answers
+        # the filters (objects_consumer); the callers sort the rows they got.
+        return sql, args, sel
+
+    def list(self, kind, namespace: str | None = None, label_selector=None, fields=None) -> list[dict]:
+        sql, args, sel = self._query("namespace, name, rv, body", kind, namespace, label_selector, fields)
         out = []
-        for rv, body in self._con().execute(sql, args):
+        for _ns, _name, rv, body in sorted(self._con().execute(sql, args)):
             obj = self._load(body, rv)
             if sel.matches(obj["metadata"].get("labels")):
                 out.append(obj)
         return out
+
+    def list_keys(self, kind, namespace: str | None = None, label_selector=None, fields=None) -> list[tuple]:
+        """(namespace, name) of what ``list`` returns, without decoding the objects (only their labels, when
+        the selector has gt/lt)."""
+        sel = selectors.parse(label_selector, where="label_selector")
+        if all(req.operator in _LABEL_SQL for req in sel.requirements):  # the SQL answers the whole selector
+            sql, args, _sel = self._query("namespace, name", kind, namespace, sel, fields)
+            return sorted(self._con().execute(sql, args))
+        columns = "namespace, name, json_extract(body, '$.metadata.labels')"
+        sql, args, _sel = self._query(columns, kind, namespace, sel, fields)
+        rows = sorted(self._con().execute(sql, args))
+        return [(ns, name) for ns, name, labels in rows if sel.matches(json.loads(labels) if labels else None)]
 
     # -- writes ---------------------------------------------------------------
 
@@ -255,7 +343,7 @@ class SqliteStore:
         nsk = kinds.resolve("Namespace")
         row = self._row(con, nsk, ns, "")
         if row is None:
-            ns_obj = meta.new("Namespace", ns, namespace=None)
+            ns_obj = ownership.mark(meta.new("Namespace", ns, namespace=None))
             ns_obj["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1)
             ns_obj["status"] = {"phase": "Active"}
             self._save(con, None, nsk, ns_obj)
@@ -280,6 +368,7 @@ class SqliteStore:
             obj_id, rv, body = row
             stored = self._load(body, rv)
             common.check_resource_version(obj, rv, k)
+            may_mark = common.guard(stored, "update", adopt=self.adopt, get=self.get)
             if status:
                 new = copy.deepcopy(stored)
                 if obj.get("status") is None:
@@ -289,6 +378,8 @@ class SqliteStore:
             else:
                 new = common.merged_update(stored, obj, k)
                 new["apiVersion"] = k.api_version
+                if may_mark:
+                    ownership.mark(new)
             if common.same(new, stored):
                 return stored
             if meta.is_deleting(new) and not meta.finalizers(new):
@@ -303,6 +394,8 @@ class SqliteStore:
             row = self._row(con, k, name, self._ns(k, namespace))
             if row is None:
                 raise self._not_found(k, name, namespace)
+            # the guard of a delete asked for; the garbage collection of its dependents is the API server's
+            common.guard(self._load(row[2], row[1]), "delete", adopt=self.adopt, get=self.get)
             return self._delete_row(con, row, k)
 
     def _delete_row(self, con, row, k: kinds.Kind) -> dict | None:

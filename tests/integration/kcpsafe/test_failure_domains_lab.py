@@ -1,8 +1,11 @@
 """Failure domains through provision_cluster.yml, on both providers: 3 control-plane machines, 3 domains.
 
-Every domain has two candidates (BareMetalHosts labelled with CAPM3's failure-domain label; MAAS machines
-in the zone) and nothing else tells them apart, so the one-machine-per-domain spread can only come from
-Cluster.status.failureDomains (mirrored from the Metal3Cluster / MaasCluster) and KCP's placement.
+Every domain has three candidates, as many as the whole control plane (BareMetalHosts labelled with CAPM3's
+failure-domain label; MAAS machines in the zone), and the inventory lists them domain by domain: any one domain
+could take every control-plane machine, and a domain-blind choice in inventory order (the MAAS simulator
+allocates the first fitting machine) would put them all in the first. So the one-machine-per-domain spread can
+only come from Cluster.status.failureDomains (mirrored from the Metal3Cluster / MaasCluster), KCP's placement, and
+the provider honouring each Machine's failure domain.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from tests.integration.net import LOOP
 pytestmark = pytest.mark.timeout(2400)
 
 DOMAINS = ("fd-1", "fd-2", "fd-3")
+PER_DOMAIN = 3  # = the control plane's replicas: more than enough candidates in every domain
 FD_LABEL = "infrastructure.cluster.x-k8s.io/failure-domain"
 CP_LABEL = "cluster.x-k8s.io/control-plane"
 
@@ -26,11 +30,11 @@ def _metal3_description(name, ns, endpoint, inv, octet):
     image = inv["images"]["test_image"]
     image = {k: image[k] for k in ("url", "checksum", "checksumType", "format")}
     hosts = []
-    for i in range(6):  # two per domain
+    for i in range(PER_DOMAIN * len(DOMAINS)):  # domain by domain: fd-1's hosts first
         mac = f"52:54:00:{int(name[1:3], 16):02x}:{int(name[3:5], 16):02x}:{i:02x}"
         hosts.append({
             "name": f"{name}-host-{i}",
-            "labels": {FD_LABEL: DOMAINS[i % 3]},
+            "labels": {FD_LABEL: DOMAINS[i // PER_DOMAIN]},
             "spec": {"bmc": {"address": f"fake://{name}-host-{i}"}, "bootMACAddress": mac,
                      "automatedCleaningMode": "disabled", "inspectionMode": "disabled"},
             "hardware": {"hostname": f"{name}-host-{i}", "nics": [{"name": "enp1s0", "mac": mac,
@@ -106,8 +110,9 @@ def test_maas_control_plane_spread_over_zones(e2e_lab, tmp_path):
     control = e2e_lab.info["maas"]["control_url"]
     name, ns = new_names("z")
     tag = f"t{name}"
-    specs = [{"hostname": f"{tag}-{i}", "zone": DOMAINS[i % 3], "tags": [tag], "cpu_count": 4, "memory": 8192}
-             for i in range(6)]  # fmt: skip
+    # zone by zone, fd-1's machines first (the simulator allocates the first fitting machine, in creation order)
+    specs = [{"hostname": f"{tag}-{i}", "zone": DOMAINS[i // PER_DOMAIN], "tags": [tag], "cpu_count": 4,
+              "memory": 8192} for i in range(PER_DOMAIN * len(DOMAINS))]  # fmt: skip
     requests.post(control + "machines", json={"machines": specs}, timeout=30).raise_for_status()
     desc = {
         "name": name,

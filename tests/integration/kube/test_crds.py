@@ -10,7 +10,7 @@ from kube_helpers import free_port
 from kubernetes import client as k
 from kubernetes import config as kconfig
 
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import StoreUnavailable
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Incompatible, StoreUnavailable
 from ansible_collections.baremetal.capi.plugins.module_utils.model import crds, kinds, meta
 from ansible_collections.baremetal.capi.plugins.module_utils.store import crds as store_crds
 from ansible_collections.baremetal.capi.plugins.module_utils.store.kubernetes import KubernetesStore
@@ -64,6 +64,24 @@ def foreign_crd(plural: str, group: str, kind: str, version: str) -> dict:
     }
 
 
+def _established(ext, name: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not any(c.type == "Established" and c.status == "True" for c in _conditions(ext, name)):
+        assert time.monotonic() < deadline, f"{name} not Established"
+        time.sleep(0.2)
+
+
+def _conditions(ext, name: str) -> list:
+    return ext.read_custom_resource_definition(name).status.conditions or []
+
+
+def _gone(ext, name: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while name in [c.metadata.name for c in ext.list_custom_resource_definition().items]:
+        assert time.monotonic() < deadline, f"{name} not deleted"
+        time.sleep(0.2)
+
+
 @pytest.fixture
 def bare_apiserver(lab, kube):
     """A kube-apiserver of its own (own etcd prefix, own CA) with no CRDs at all."""
@@ -87,21 +105,39 @@ def test_apply_skips_kinds_the_cluster_already_serves(bare_apiserver):
     with pytest.raises(StoreUnavailable, match="does not serve ippools.ipam.metal3.io"):
         store.list("IPPool", "default")
 
-    # Upstream BMO's BareMetalHost CRD is there already; an old CAPI serves Machines at v1beta1 only.
+    # Upstream BMO's BareMetalHost CRD is there already; an old CAPM3 serves Metal3Machines at v1beta1 only.
     ext.create_custom_resource_definition(foreign_crd("baremetalhosts", "metal3.io", "BareMetalHost", "v1alpha1"))
-    ext.create_custom_resource_definition(foreign_crd("machines", "cluster.x-k8s.io", "Machine", "v1beta1"))
+    m3m = "metal3machines.infrastructure.cluster.x-k8s.io"
+    ext.create_custom_resource_definition(
+        foreign_crd("metal3machines", "infrastructure.cluster.x-k8s.io", "Metal3Machine", "v1beta1")
+    )
+    _established(ext, m3m)
 
+    # The store says which CRD, the versions it serves, the one needed and what to do.
+    with pytest.raises(Incompatible) as exc:
+        store.list("Metal3Machine", "default")
+    msg = str(exc.value)
+    assert f"CRD {m3m} was installed by another project" in msg and "serves v1beta1" in msg
+    assert "stores Metal3Machine at infrastructure.cluster.x-k8s.io/v1beta2" in msg
+    assert "Upgrade CAPM3 (cluster-api-provider-metal3) to a release whose CRDs serve v1beta2" in msg
+    assert "another namespace does not help" in msg
+
+    # Applying fails the same way, in check mode too, before anything is written.
+    for check in (True, False):
+        with pytest.raises(Incompatible, match=f"CRD {m3m} was installed by another project.*serves v1beta1"):
+            store_crds.apply_crds(client, check_mode=check)
+    assert [c.metadata.name for c in ext.list_custom_resource_definition().items] == ["baremetalhosts.metal3.io", m3m]
+
+    # Without it (the user upgraded CAPM3 or chose another cluster), the rest applies.
+    ext.delete_custom_resource_definition(m3m)
+    _gone(ext, m3m)
     planned = store_crds.apply_crds(client, check_mode=True)
-    assert len(planned["created"]) == len(CUSTOM) - 2
-    assert [c.metadata.name for c in ext.list_custom_resource_definition().items] == [
-        "baremetalhosts.metal3.io",
-        "machines.cluster.x-k8s.io",
-    ]
+    assert len(planned["created"]) == len(CUSTOM) - 1
+    assert [c.metadata.name for c in ext.list_custom_resource_definition().items] == ["baremetalhosts.metal3.io"]
 
     first = store_crds.apply_crds(client)
     assert sorted(first["created"]) == sorted(planned["created"])
-    assert set(first["skipped"]) == {"baremetalhosts.metal3.io", "machines.cluster.x-k8s.io"}
-    assert "serves v1beta1, not v1beta2" in first["skipped"]["machines.cluster.x-k8s.io"]
+    assert first["skipped"] == {"baremetalhosts.metal3.io": "already served by the cluster's own CRD"}
     # The foreign CRDs are untouched: no label of ours, their own schema.
     bmh = json.loads(ext.read_custom_resource_definition("baremetalhosts.metal3.io", _preload_content=False).data)
     assert "labels" not in bmh["metadata"]

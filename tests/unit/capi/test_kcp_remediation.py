@@ -105,10 +105,13 @@ def test_check_mode_deletes_nothing(store):
     _cluster(store, initialized=False)
     _kcp(store, replicas=1)
     _machine(store, "m1", node=False, unhealthy=True)
+    before = store.get("KubeadmControlPlane", "c1-cp", NS)
     out = _run(store, check=True)
     assert out.step.changed and out.step.message.startswith("would be deleting m1")
     assert store.get("Machine", "m1", NS)
-    assert not meta.annotations(store.get("KubeadmControlPlane", "c1-cp", NS))
+    # nothing written: the KubeadmControlPlane as it was (only the collection's marker from its creation)
+    assert store.get("KubeadmControlPlane", "c1-cp", NS) == before
+    assert names.REMEDIATION_IN_PROGRESS_ANNOTATION not in meta.annotations(before)
 
 
 def test_three_machines_one_unhealthy_is_remediated_and_one_at_a_time(store):

@@ -18,6 +18,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     UnknownKind,
 )
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
+from ansible_collections.baremetal.capi.plugins.module_utils.store import common
 
 
 def eventually(fn, timeout=60.0, interval=0.25):
@@ -158,6 +159,103 @@ def test_list_with_field_filters_and_selectors_together(store, labelled):
     with pytest.raises(Invalid) as exc:
         names(fields={"spec..name": None})
     assert exc.value.field == "fields"
+
+
+@pytest.fixture
+def varied(store, ns):
+    """Hosts whose fields hold what the field filters tell apart: absent, null-like, empty and set values."""
+    bodies = {
+        "h-absent": ({}, {}, {}),
+        "h-empty-ref": ({"consumerRef": {}}, {"errorMessage": ""}, {"x.io/a": "v"}),
+        "h-ref": (
+            {"consumerRef": {"kind": "Metal3Machine", "name": "m1"}},
+            {"provisioning": {"state": "provisioned"}},
+            {},
+        ),
+        "h-error": ({}, {"errorMessage": "boom", "provisioning": {"state": "ready"}}, {"x.io/paused": ""}),
+        "h-ready": ({"online": False}, {"provisioning": {"state": "ready"}}, {"x.io/b": "v"}),
+        "h-avail": ({"online": True}, {"provisioning": {"state": "available"}, "errorMessage": ""}, {}),
+    }
+    for name, (spec, status, notes) in bodies.items():
+        obj = store.create(meta.new("BareMetalHost", name, ns, spec=spec, labels={"n": name[2:]}))
+        if notes:
+            obj["metadata"]["annotations"] = notes
+            obj = store.update(obj)
+        if status:
+            obj["status"] = status
+            store.update_status(obj)
+    return ns
+
+
+FIELD_CASES = [
+    ({"spec.consumerRef": common.UNSET}, ["h-absent", "h-avail", "h-empty-ref", "h-error", "h-ready"]),
+    ({"status.errorMessage": common.UNSET}, ["h-absent", "h-avail", "h-empty-ref", "h-ready", "h-ref"]),
+    ({"spec.online": common.UNSET}, ["h-absent", "h-empty-ref", "h-error", "h-ready", "h-ref"]),
+    ({"status.errorMessage": None}, ["h-absent", "h-ready", "h-ref"]),
+    ({"status.errorMessage": ""}, ["h-avail", "h-empty-ref"]),
+    ({"status.provisioning.state": ("ready", "available")}, ["h-avail", "h-error", "h-ready"]),
+    ({"status.provisioning.state": ("ready", None)}, ["h-absent", "h-empty-ref", "h-error", "h-ready"]),
+    (
+        {("metadata", "annotations", "x.io/paused"): common.ABSENT},
+        ["h-absent", "h-avail", "h-empty-ref", "h-ready", "h-ref"],
+    ),
+    ({("metadata", "annotations", "x.io/paused"): ""}, ["h-error"]),
+    # every object carries the collection's marker annotation (model/ownership.py), so a map key absent is shown
+    # on consumerRef: h-empty-ref's empty consumerRef is there (UNSET matches it, ABSENT does not)
+    ({("spec", "consumerRef"): common.ABSENT}, ["h-absent", "h-avail", "h-error", "h-ready"]),
+    ({"spec.online": True}, ["h-avail"]),
+    (
+        {
+            "spec.consumerRef": common.UNSET,
+            "status.errorMessage": common.UNSET,
+            "status.provisioning.state": ("ready", "available"),
+        },
+        ["h-avail", "h-ready"],
+    ),  # fmt: skip
+]
+
+
+@pytest.mark.parametrize("fields,expected", FIELD_CASES, ids=[str(c[0]) for c in FIELD_CASES])
+def test_list_and_list_keys_with_field_filters(store, varied, fields, expected):
+    """Equality, one of, UNSET (absent, null or empty: Go's zero value) and ABSENT (the key is not there), on
+    dotted paths and on tuples of keys (annotation names have dots); list_keys names what list returns."""
+    got = [o["metadata"]["name"] for o in store.list("BareMetalHost", varied, fields=fields)]
+    assert got == expected
+    assert store.list_keys("BareMetalHost", varied, fields=fields) == [(varied, n) for n in expected]
+
+
+@pytest.mark.parametrize("selector,expected", SELECTOR_CASES, ids=[str(c[0]) for c in SELECTOR_CASES])
+def test_list_keys_with_every_selector_form(store, labelled, selector, expected):
+    assert store.list_keys("BareMetalHost", labelled, selector) == [(labelled, n) for n in expected]
+
+
+def test_list_keys_across_namespaces_and_of_cluster_scoped_kinds(store, ns):
+    other = ns + "-b"
+    try:
+        for namespace in (other, ns):
+            for name in ("y", "x"):
+                store.create(meta.new("ConfigMap", name, namespace, labels={"t": ns}))
+        assert store.list_keys("ConfigMap", None, {"matchLabels": {"t": ns}}) == [
+            (ns, "x"), (ns, "y"), (other, "x"), (other, "y")
+        ]  # fmt: skip
+        assert (ns, "") not in store.list_keys("Namespace")
+        assert ("", ns) in store.list_keys("Namespace")
+    finally:
+        store.delete("Namespace", other)
+
+
+def test_bad_field_filters_are_refused_naming_the_filter(store, ns):
+    for fields in (
+        {("metadata", 'a"b'): None},
+        {(): None},
+        {"spec.x": 1.5},
+        {"spec.x": ()},
+        {"spec.x": ({"a": 1},)},
+        {"spec.x": ["a"]},
+    ):
+        with pytest.raises(Invalid) as exc:
+            store.list_keys("BareMetalHost", ns, fields=fields)
+        assert exc.value.field == "fields"
 
 
 def test_a_list_longer_than_a_page_comes_whole_and_in_order(store, ns):
