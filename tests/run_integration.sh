@@ -47,9 +47,9 @@ REDFISH=(tests/integration/hosts tests/integration/lab_ironic tests/integration/
 E2E=(tests/integration/e2e tests/integration/lifecycle/test_etcd_client.py
      tests/integration/lifecycle/test_kcp_etcd_members.py tests/integration/awx/test_awx_cluster_jobs.py
      tests/integration/molecule)
-# The playbooks on the oldest and newest ansible-core (fake-hardware hosts) run in the Redfish line after its
-# tests, so that the two lines end about together.
-E2E_LATE=(tests/integration/e2e/test_ansible_core_versions.py)
+# The playbooks on the oldest and newest ansible-core and the --check plans (fake-hardware hosts and the MAAS
+# simulator) run in the Redfish line after its tests, so that the two lines end about together.
+E2E_LATE=(tests/integration/e2e/test_ansible_core_versions.py tests/integration/e2e/test_plan.py)
 # The long fault runs are `make resilience` (docs/lab.md "Fault and kill tests"), not part of this run: kill -9 at
 # 8 points of a provision and a deprovision, provision/deprovision through a faulty Ironic with the -vvv secrets
 # checks, and a cluster that loses etcd quorum. Together they took over an hour on a loaded machine.
