@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # Build the execution environment (awx/execution-environment.yml) with podman where no container registry is
 # reachable, only a Debian mirror and PyPI: the base image is made from Debian packages (debootstrap, then
 # `podman import`), ansible-builder builds the EE on it, and the image is smoke-tested:
