@@ -79,15 +79,28 @@ def _reachable(address: str, port: int) -> bool:
         return False
 
 
-def kubeconfig_server(current: str, server: str | None, endpoint_addresses) -> str:
-    """``server`` when given, else the first control-plane address that answers on the endpoint's port."""
+def kubeconfig_server(current: str, server: str | None, endpoint_addresses, reachable=None) -> str:
+    """``server`` when given, else the first control-plane address that answers on the endpoint's port, else the
+    first address.
+
+    The addresses are what the endpoint's name resolves to (the MAAS DNS record): a client that resolves it would
+    reach one of them too, so while no API server answers yet (the first control plane is deployed, its kubeadm
+    init still running) the first address stands in - never the name, which this machine may not resolve.
+    """
     if server:
         return server
+    reachable = reachable or _reachable
     port = int(current.rsplit(":", 1)[1]) if current.count(":") >= 2 else 443
-    for address in endpoint_addresses or ():
-        if _reachable(address, port):
-            return f"https://{address}:{port}"
-    return current
+    addresses = [a for a in endpoint_addresses or () if a]
+    for address in addresses:
+        if reachable(address, port):
+            return f"https://{_host(address)}:{port}"
+    return f"https://{_host(addresses[0])}:{port}" if addresses else current
+
+
+def _host(address: str) -> str:
+    """An address as the host part of a URL (IPv6 in brackets)."""
+    return f"[{address}]" if ":" in address and not address.startswith("[") else address
 
 
 def write_kubeconfig(store, cluster_name: str, ns: str, dest: str, *, server=None, endpoint_addresses=(), check=False):
