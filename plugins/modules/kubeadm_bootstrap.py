@@ -63,7 +63,8 @@ options:
     description:
       - Addresses the endpoint's name stands for (for example the MAAS DNS record's, from M(baremetal.capi.maas_dns)).
         The first one that accepts a connection on the endpoint's port becomes the server in O(kubeconfig_dest), as a
-        client resolving the name would reach it. Ignored when O(kubeconfig_server) is set.
+        client resolving the name would reach it; while none answers yet, the first one. Ignored when
+        O(kubeconfig_server) is set.
     type: list
     elements: str
     default: []
