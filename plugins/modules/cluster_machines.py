@@ -101,9 +101,11 @@ options:
     description:
       - V(converged) waits for the whole cluster. V(control_plane_deployed) stops as soon as the first
         control-plane machine is deployed (MAAS - its address is in the DNS record then), so that a kubeconfig
-        for that address can be written before the rest converges.
+        for that address can be written before the rest converges. V(workers_deleted) stops once no worker
+        Machine is left, whatever the state of the control plane. Cluster deletion uses it, since the workers go
+        first and a control plane whose Nodes are not Ready, or whose API does not answer, must not hold that up.
     type: str
-    choices: [converged, control_plane_deployed]
+    choices: [converged, control_plane_deployed, workers_deleted]
     default: converged
   workers:
     description: How many machines are reconciled at the same time.

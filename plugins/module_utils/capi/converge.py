@@ -376,9 +376,18 @@ class _Loop:
             self.loop.remove(key)
             self.machines.pop(key, None)
             self.rows.pop(key, None)
-        if self.until is not None and self.until(list(self.rows.values())):
+        if self.until is not None and self.until(self._rows_so_far()):
             self.loop.stop()
         return moved
+
+    def _rows_so_far(self) -> list[dict]:
+        """The rows, and the machines not stepped yet by their role only: ``until`` sees every Machine."""
+        out = list(self.rows.values())
+        for name, machine in self.machines.items():
+            if name not in self.rows:
+                role = "control-plane" if kubeadm.is_control_plane(machine) else "worker"
+                out.append({"machine": name, "role": role, "state": None, "message": ""})
+        return out
 
     def run(self) -> dict:
         self.loop.add(self.CLUSTER, self.cluster_item)

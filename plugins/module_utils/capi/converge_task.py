@@ -24,6 +24,15 @@ def control_plane_deployed(rows: list[dict]) -> bool:
     return any(r.get("role") == "control-plane" and _DEPLOYED.search(r.get("message") or "") for r in rows)
 
 
+def workers_deleted(rows: list[dict]) -> bool:
+    """No worker Machine is left (cluster deletion: the control plane goes after them, whatever its health)."""
+    return not any(r.get("role") == "worker" for r in rows)
+
+
+# stop_when -> what ends the loop before the whole cluster has converged (None: converged, or the deadline)
+STOP_WHEN = {"converged": None, "control_plane_deployed": control_plane_deployed, "workers_deleted": workers_deleted}
+
+
 def _manager(params: dict, provider: str, store, maas_options):
     if provider == "metal3":
         from ansible_collections.baremetal.capi.plugins.module_utils.hosts.drivers import get_driver
@@ -73,7 +82,7 @@ def run(params: dict, store, ns: str, *, maas_options, check_mode: bool, progres
             user_data_template=kubeadm.user_data_template(params["user_data_template"]),
         )
         if params["wait"] and not check_mode:
-            until = control_plane_deployed if params["stop_when"] == "control_plane_deployed" else None
+            until = STOP_WHEN[params["stop_when"]]
             return conv.converge(
                 timeout=params["wait_timeout"],
                 poll=params["wait_sleep"],
@@ -107,9 +116,8 @@ def outcome(params: dict, ns: str, report: dict, check_mode: bool) -> tuple[dict
     )
     failed = [r for r in report["machines"] if r.get("failed")]
     waited = params["wait"] and not check_mode
-    reached = report["done"] or (
-        params["stop_when"] == "control_plane_deployed" and control_plane_deployed(report["machines"])
-    )
+    until = STOP_WHEN[params["stop_when"]]
+    reached = report["done"] or (until is not None and until(report["machines"]))
     if failed and (not waited or not reached):
         return result, "; ".join(f"Machine {ns}/{r['machine']}: {r['message']}" for r in failed)
     if waited and not reached:
