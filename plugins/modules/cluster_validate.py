@@ -46,6 +46,13 @@ options:
     type: list
     elements: dict
     required: true
+  addons_base_dir:
+    description:
+      - Where the add-ons' relative manifest paths are taken from, as the C(addons) role takes them (its
+        C(capi_addons_dir), else the inventory directory, else the playbook directory).
+      - Default the current directory.
+    type: path
+    version_added: 0.2.0
   plan_machines:
     description:
       - Also plan the machines (RV(machines), RV(lines)). For a MAAS cluster the machines are listed through the
@@ -134,6 +141,7 @@ def main():
             description=dict(type="dict", required=True),
             objects=dict(type="list", elements="dict", required=True),
             plan_machines=dict(type="bool", default=False),
+            addons_base_dir=dict(type="path"),
         ),
         maas=True,
         supports_check_mode=True,
@@ -142,7 +150,7 @@ def main():
     module.no_log_values.update(validate.secrets(module.params["description"]))
     with module.errors():
         desc, objects = module.params["description"], module.params["objects"]
-        plan = validate.validate(desc, objects, module.store)
+        plan = validate.validate(desc, objects, module.store, module.params["addons_base_dir"])
         if not module.params["plan_machines"]:
             module.exit(False, plan=plan)
         listed = None

@@ -19,6 +19,9 @@ from ansible_collections.baremetal.capi.plugins.module_utils.capi import addons,
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
 
+# a ConfigMap's data and binaryData together, keys included (the API server's MaxSecretSize, 1 MiB)
+CONFIGMAP_MAX_BYTES = 1024 * 1024
+
 
 def _where(i: int) -> str:
     return f"capi_cluster.addons[{i}]"
@@ -51,9 +54,20 @@ def desired(cluster: str, ns: str, addon_list: list[dict], base_dir: str | None 
                         text = f.read()
                 except OSError as exc:
                     raise Invalid(f"{full}: {exc.strerror}", obj=_where(i), field=f"manifests[{j}]") from None
-                addons.objects_of([text.encode()], f"{_where(i)}.manifests[{j}] {full}")  # YAML with objects
+                try:  # YAML documents of objects, as the workload API will be given them
+                    addons.objects_of([text.encode()], full)
+                except Invalid as exc:
+                    raise Invalid(exc.message, obj=_where(i), field=f"manifests[{j}]") from None
                 key = os.path.basename(full)
                 data[f"{j:02d}-{key}" if key in data or len(files) > 1 else key] = text
+            size = sum(len(k.encode()) + len(v.encode()) for k, v in data.items())
+            if size > CONFIGMAP_MAX_BYTES:
+                raise Invalid(
+                    f"the manifests make ConfigMap {cluster}-addon-{name} of {size} bytes; a ConfigMap holds at most "
+                    f"{CONFIGMAP_MAX_BYTES} (split them over two add-ons)",
+                    obj=_where(i),
+                    field="manifests",
+                )
             cm = meta.new("ConfigMap", f"{cluster}-addon-{name}", ns, labels=dict(labels))
             cm["data"] = data
             out.append(cm)

@@ -7,7 +7,9 @@ after the Cluster and its templates were written.  Here every object the descrip
 ones the description filter maps (``objects``), and the IPPools, Metal3DataTemplate, Metal3Cluster and
 BareMetalHosts the roles write from it - goes through the same webhooks together, with the stored
 object as the old one, plus the rules that span objects (overlapping pools, networkData pools that
-exist, gateways inside their subnet, credentials Secrets present).  ``validate`` raises Invalid naming
+exist, gateways inside their subnet, credentials Secrets present).  The add-ons' manifest files are read
+and parsed here too (``addons_base_dir``, as the addons role takes them), with their ConfigMaps and
+ClusterResourceSets admitted like the rest.  ``validate`` raises Invalid naming
 the object (and the description key it comes from) and the field, or returns the plan: each object
 with ``create``, ``update`` or ``unchanged``.
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 import ipaddress
 
 from ansible_collections.baremetal.capi.plugins.module_utils import webhooks
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import description
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import addon_sets, description
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import bmc
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import state as maas_state
@@ -84,12 +86,14 @@ def _template_webhook(obj: dict) -> None:
         raise Invalid(exc.message, obj=meta.ref(obj), field="spec.template." + (exc.field or "spec")) from None
 
 
-def validate(desc: dict, objects: list[dict], store=None) -> list[dict]:
+def validate(desc: dict, objects: list[dict], store=None, addons_base_dir: str | None = None) -> list[dict]:
     """Admit everything ``desc`` produces; Invalid on the first error, else the plan (nothing is written)."""
     description.check(desc)
     ns = desc.get("namespace") or "default"
     plan: list = []
     admitted = [_admit(obj, _origin(desc, obj), store, plan) for obj in objects]
+    for obj in addon_sets.desired(desc["name"], ns, desc.get("addons") or [], addons_base_dir):
+        _admit(obj, "addons", store, plan)
     by_kind: dict = {}
     for obj in admitted:
         by_kind.setdefault(obj["kind"], []).append(obj)

@@ -35,6 +35,7 @@ PICKED = [
     "two worker pools with one name",
     "kubelet extra args a string",
     "BMC credentials Secret not stored",
+    "add-on manifest not YAML",
 ]
 CASES = {c[0]: c for c in bd.CASES}
 

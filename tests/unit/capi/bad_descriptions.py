@@ -8,7 +8,10 @@ is generated from the table (``python tests/unit/capi/test_description_validatio
 from __future__ import annotations
 
 import copy
+import pathlib
 
+# the add-on cases' manifest files (absolute: the playbook test runs them too)
+ADDONS = pathlib.Path(__file__).resolve().parent / "addon_manifests"
 IMAGE = {"url": "http://images.example/node.qcow2", "checksum": "0" * 64, "checksumType": "sha256", "format": "qcow2"}
 
 
@@ -207,6 +210,27 @@ CASES = [
         _set("addons", [{"name": "cni", "resources": [{"kind": "Deployment", "name": "x"}]}]),
         "capi_cluster",
         "addons[0].resources[0]",
+    ),  # fmt: skip
+    (
+        "add-on manifest file missing",
+        M,
+        _set("addons", [{"name": "cni", "manifests": [str(ADDONS / "missing.yaml")]}]),
+        "capi_cluster.addons[0]",
+        "manifests[0]",
+    ),  # fmt: skip
+    (
+        "add-on manifest not YAML",
+        M,
+        _set("addons", [{"name": "cni", "manifests": [str(ADDONS / "cni.yaml"), str(ADDONS / "not-yaml.yaml")]}]),
+        "capi_cluster.addons[0]",
+        "manifests[1]",
+    ),  # fmt: skip
+    (
+        "add-on manifest document without kind",
+        M,
+        _set("addons", [{"name": "cni", "manifests": [str(ADDONS / "no-kind.yaml")]}]),
+        "capi_cluster.addons[0]",
+        "manifests[0]",
     ),  # fmt: skip
     (
         "kubelet extra args a string",
