@@ -191,3 +191,75 @@ def test_tag_user_vm_host_boot_sources_info(col, machine, tag):
     assert isinstance(col.get("/api/2.0/vm-hosts/"), list)
     resources = col.get("/api/2.0/boot-resources/")  # boot_sources_info reads boot-resources/
     assert {"ubuntu/jammy"} <= {r["name"] for r in resources}
+
+
+# -- state modules that touch VM hosts, replayed as their code calls MAAS ----------------------------------------
+
+
+def _vm_host(d: dict) -> dict:  # module_utils/vmhost.py VMHost.from_maas
+    return _read(d, "name", "id", "cpu_over_commit_ratio", "memory_over_commit_ratio", "default_macvlan_mode",
+                 "tags", "zone", "pool")  # fmt: skip
+
+
+VM_HOST_INFO = ("architectures", "available", "capabilities", "cpu_over_commit_ratio", "default_macvlan_mode",
+                "host", "id", "memory_over_commit_ratio", "name", "pool", "resource_uri", "storage_pools", "tags",
+                "total", "type", "used", "version", "zone")  # fmt: skip
+
+
+@pytest.fixture
+def lxd_address(sim, tag):
+    address = f"10.{int(tag[1:3], 16) % 200 + 20}.{int(tag[3:5], 16) % 250 + 1}.{int(tag[5:7], 16) % 250 + 1}:8443"
+    sim.ctl("POST", "lxd-hosts", {"address": address, "cores": 4, "memory": 8192, "storage": 50 * 1000**3})
+    return address
+
+
+def test_vm_host_vm_host_machine_instance(col, sim, tag, lxd_address):
+    name = f"vmh-{tag}"
+    # vm_host state=present: get_by_name (list, filter on name) finds nothing, so create_vm_host: POST with
+    # type/power_address/power_pass/tags/zone/pool/name, then PUT the ratios and macvlan mode
+    assert [h for h in col.get("/api/2.0/vm-hosts/") if h.get("name") == name] == []
+    created = sim.call("POST", "vm-hosts/", data={"type": "lxd", "power_address": lxd_address, "power_pass": "pw",
+                                                   "tags": "t1", "zone": "default", "pool": "default",
+                                                   "name": name})  # fmt: skip
+    assert created.status_code == 200, created.text
+    host = _vm_host(created.json())
+    resp = sim.call("PUT", f"vm-hosts/{host['id']}/", data={"cpu_over_commit_ratio": 2, "memory_over_commit_ratio": 2,
+                                                            "default_macvlan_mode": "bridge"})  # fmt: skip
+    assert resp.status_code == 200, resp.text
+    record = resp.json()
+    assert set(record) >= set(VM_HOST_INFO)  # vm_host_info returns these records as MAAS gives them
+    assert (record["cpu_over_commit_ratio"], record["default_macvlan_mode"]) == (2.0, "bridge")
+    # vm_host again (update_vm_host): compares with the record (zone and pool are the objects MAAS renders)
+    again = _vm_host(col.record("/api/2.0/vm-hosts/", {"name": name}))
+    assert again["cpu_over_commit_ratio"] == 2.0 and again["zone"]["name"] == "default"
+    resp = sim.call("PUT", f"vm-hosts/{host['id']}/", data={"tags": "t2", "power_address": lxd_address})
+    assert resp.status_code == 200 and resp.json()["tags"] == ["t2", "pod-console-logging"], resp.text
+
+    # vm_host_machine state=ready: payload_for_compose (cores, memory, storage "label:<GB>"), the answer's system_id
+    # read back through Machine.get_by_id
+    task = sim.call("POST", f"vm-hosts/{host['id']}/", params={"op": "compose"},
+                    data={"hostname": f"vm-{tag}", "cores": 2, "memory": 2048, "storage": "label:10"})  # fmt: skip
+    assert task.status_code == 200, task.text
+    system_id = task.json()["system_id"]
+    vm = _read(col.get(f"/api/2.0/machines/{system_id}/"), "hostname", "system_id", "memory", "cpu_count",
+               "status_name", "blockdevice_set", "interface_set", "zone", "pool", "tag_names")  # fmt: skip
+    assert (vm["hostname"], vm["cpu_count"], vm["memory"]) == (f"vm-{tag}", 2, 2048)
+    assert col.get(f"/api/2.0/vm-hosts/{host['id']}/")["used"]["local_storage"] == 10 * 1000**3
+
+    # instance state=deployed with allocate_params: allocate (cpu_count, mem), wait Ready/Allocated, deploy
+    sim.wait_status(system_id, "Ready")
+    resp = sim.call("POST", "machines/", params={"op": "allocate"},
+                    data={"cpu_count": 2, "mem": 2048, "system_id": system_id})  # fmt: skip
+    assert resp.status_code == 200, resp.text
+    instance = resp.json()
+    assert instance["boot_interface"]["system_id"] == system_id  # get_instance_id reads it there
+    assert instance["status_name"] == "Allocated"
+    resp = sim.call("POST", f"machines/{system_id}/", params={"op": "deploy"},
+                    data={"osystem": "ubuntu", "distro_series": "jammy"})  # fmt: skip
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["status_name"] == "Deploying"
+
+    # vm_host state=absent: get_by_name, then DELETE vm-hosts/{id}/ (no decompose): its machines leave MAAS
+    assert sim.call("DELETE", f"vm-hosts/{host['id']}/").status_code == 204
+    assert col.get(f"/api/2.0/machines/{system_id}/", ok=False).status_code == 404
+    assert [h for h in col.get("/api/2.0/vm-hosts/") if h.get("name") == name] == []
