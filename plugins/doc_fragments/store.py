@@ -85,4 +85,5 @@ options:
           - See the collection's C(docs/management-cluster.md).
         type: bool
         default: false
+        version_added: 0.2.0
 """

@@ -126,13 +126,16 @@ options:
         with O(deploy_ramdisk), or give O(deploy_iso) for virtual-media BMCs. Not needed when Ironic has its own
         defaults (C([conductor]deploy_kernel) in ironic.conf).
     type: str
+    version_added: 0.2.0
   deploy_ramdisk:
     description:
       - The deploy ramdisk (initramfs) URL, as baremetal-operator's E(DEPLOY_RAMDISK_URL) (see O(deploy_kernel)).
     type: str
+    version_added: 0.2.0
   deploy_iso:
     description: The deploy ISO URL for virtual-media boot, as baremetal-operator's E(DEPLOY_ISO_URL).
     type: str
+    version_added: 0.2.0
   wait:
     description: Reconcile until every host reaches its goal (or O(wait_state)), fails, or O(wait_timeout) passes.
     type: bool

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: cluster_info
 short_description: A cluster's objects as a tree with their conditions, as clusterctl describe cluster prints it
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Reads the objects of Cluster O(cluster) and changes nothing. They come back as a tree, in the order
     C(clusterctl describe cluster) prints them. The Cluster has its infrastructure cluster (Metal3Cluster or

@@ -59,6 +59,7 @@ options:
         MAAS connection options; without O(maas_url) the plan gives the constraints only.
     type: bool
     default: false
+    version_added: 0.2.0
 """
 
 EXAMPLES = r"""

@@ -1,8 +1,9 @@
 """provision_cluster.yml end to end: the user's playbooks run by ansible-playbook against the lab.
 
 Each test writes an inventory of its own (one cluster: its own namespace, sqlite store, endpoint, hosts or
-MAAS machines) and runs playbooks/{provision,scale,deprovision}_cluster.yml with the repository's ansible.cfg,
-then asserts on the workload API, the store, Ironic and the MAAS simulator.
+MAAS machines) and runs playbooks/{provision,scale,deprovision}_cluster.yml with the repository's ansible.cfg
+(or, given a collections path, the installed collection's, with ansible-core's defaults), then asserts on the
+workload API, the store, Ironic and the MAAS simulator.
 """
 
 from __future__ import annotations
@@ -64,12 +65,16 @@ class E2E:
 
     def __init__(
         self, lab, tmp: Path, provider: str, description: dict, extra_vars: dict, store: dict | None = None,
-        python: str | None = None,
+        python: str | None = None, collections: Path | None = None,
     ):  # fmt: skip
         """``store``: the description's store option (default: a sqlite store of the test's own); ``python``: the
-        venv whose ansible-playbook runs the playbooks and their modules (default: this one's)."""
+        venv whose ansible-playbook runs the playbooks and their modules (default: this one's); ``collections``:
+        a collections path the galaxy artifact was installed into - the playbooks then run as a user runs them,
+        ``baremetal.capi.<playbook>`` from there, with no ansible.cfg and no ``ANSIBLE_*`` setting but that
+        path (default: the work tree's playbooks, with the repository's ansible.cfg)."""
         self.lab, self.tmp, self.provider = lab, tmp, provider
         self.python = python or sys.executable
+        self.collections = collections
         self.name = description["name"]
         self.ns = description["namespace"]
         self.db = str(tmp / "state.db")
@@ -92,7 +97,13 @@ class E2E:
         (inv / "host_vars" / f"{self.name}.yml").write_text(yaml.safe_dump(host_vars, sort_keys=False))
         self.host_vars = host_vars
         self.inventory = str(inv)
-        self.env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"))
+        if collections is None:
+            self.env, self.cwd = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg")), REPO
+        else:
+            # ansible-core's defaults: no ANSIBLE_CONFIG (nor ./ansible.cfg: the run is outside the work tree)
+            self.env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+            self.env["ANSIBLE_COLLECTIONS_PATH"] = str(collections)
+            self.cwd = tmp
 
     def rewrite(self, description: dict) -> None:
         """A new description of the same cluster (the user editing the inventory)."""
@@ -104,14 +115,15 @@ class E2E:
         argv = [str(Path(self.python).with_name("ansible-playbook")), "-i", self.inventory]
         if check:
             argv.append("--check")
-        argv += [str(REPO / "playbooks" / playbook), "-e", json.dumps({"ansible_python_interpreter": self.python})]
+        where = f"baremetal.capi.{Path(playbook).stem}" if self.collections else str(REPO / "playbooks" / playbook)
+        argv += [where, "-e", json.dumps({"ansible_python_interpreter": self.python})]
         if extra:
             argv += ["-e", json.dumps(extra)]
         return argv
 
     def play(self, playbook: str, extra: dict | None = None, expect_ok: bool = True, check: bool = False) -> Run:
         argv = self.argv(playbook, extra, check)
-        proc = subprocess.run(argv, cwd=REPO, env=self.env, capture_output=True, text=True)
+        proc = subprocess.run(argv, cwd=self.cwd, env=self.env, capture_output=True, text=True)
         run = Run(proc)
         (self.tmp / f"{playbook}-{time.time():.0f}.log").write_text(run.out)
         if expect_ok:
@@ -121,13 +133,13 @@ class E2E:
     def version(self) -> str:
         """``ansible-playbook --version`` of the venv that runs the playbooks."""
         argv = [str(Path(self.python).with_name("ansible-playbook")), "--version"]
-        return subprocess.run(argv, cwd=REPO, env=self.env, capture_output=True, text=True).stdout
+        return subprocess.run(argv, cwd=self.cwd, env=self.env, capture_output=True, text=True).stdout
 
     def play_killed(self, playbook: str, extra: dict | None, after: float) -> str:
         """Start the playbook and kill -9 its whole process group (ours, by PID) after ``after`` seconds."""
         log = open(self.tmp / f"killed-{time.time():.0f}.log", "w")  # noqa: SIM115
         proc = subprocess.Popen(
-            self.argv(playbook, extra), cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            self.argv(playbook, extra), cwd=self.cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
         try:

@@ -6,17 +6,41 @@ Before 2.19 a value a filter returned was templated again when it reached a loop
 ``{{ ds.meta_data.* }}`` in the KubeadmConfigs failed the run with ``'ds' is undefined``. The test checks that
 the stored KubeadmConfigTemplate still carries them, and that the node simulator (cloud-init's part) rendered
 them on the host: the Node's name and providerID come from the host's meta_data.
+
+The oldest runs the playbooks as a user of the release does: from the galaxy artifact (``ansible-galaxy
+collection build``, then ``install`` into a fresh collections path, with that venv's ansible-galaxy), as
+``baremetal.capi.provision_cluster``, with ansible-core's defaults (no ansible.cfg, so no progress callback).
+The progress lines and the machine table must show all the same. The newest runs the work tree's playbooks.
 """
 
 from __future__ import annotations
 
 import random
+import re
+import subprocess
+from pathlib import Path
 
 import pytest
+import yaml
 
 from tests import core_venvs
 
-from .conftest import E2E, free_endpoint, metal3_description, new_names
+from .conftest import E2E, REPO, free_endpoint, metal3_description, new_names
+
+
+def install_artifact(py: Path, tmp: Path) -> Path:
+    """The galaxy artifact of the work tree, built and installed into a fresh collections path; that path."""
+    galaxy = str(py.with_name("ansible-galaxy"))
+    version = yaml.safe_load((REPO / "galaxy.yml").read_text())["version"]
+    dist, collections = tmp / "dist", tmp / "collections"
+    subprocess.run([galaxy, "collection", "build", "--output-path", str(dist), str(REPO)], check=True, cwd=tmp)
+    artifact = dist / f"baremetal-capi-{version}.tar.gz"
+    # away from the work tree, or ansible-galaxy finds the collection "already installed" through ./build
+    subprocess.run([galaxy, "collection", "install", "-p", str(collections), str(artifact)], check=True, cwd=tmp)
+    manifest = collections / "ansible_collections" / "baremetal" / "capi" / "MANIFEST.json"
+    assert manifest.exists(), sorted(p.name for p in collections.rglob("*"))[:50]
+    return collections
+
 
 pytestmark = pytest.mark.timeout(1200)
 
@@ -29,13 +53,28 @@ def test_provision_deprovision_on_declared_ansible_core(version, e2e_lab, ironic
     name, ns = new_names("v")
     desc = metal3_description(name, ns, free_endpoint("127.0.9"), inv, random.randint(100, 199), hosts=2)
     driver = {"ironic_url": inv["ironic"]["url"], "boot_iso": inv["images"]["boot_iso"], "poll": 1}
-    e = E2E(e2e_lab, tmp_path, "metal3", desc, {"capi_host_driver_options": driver}, python=str(py))
+    installed = version == core_venvs.declared()[0]
+    collections = install_artifact(py, tmp_path) if installed else None
+    e = E2E(
+        e2e_lab, tmp_path, "metal3", desc, {"capi_host_driver_options": driver}, python=str(py),
+        collections=collections,
+    )  # fmt: skip
     try:
         run = e.play("provision_cluster.yml")
         assert f"ansible-playbook [core {version}." in e.version(), e.version()
-        assert "Machines of" in run.out and "NODE READY" in run.out, run.out[-4000:]
+        if installed:
+            assert "config file = None" in e.version(), e.version()
+            assert str(collections) in e.version(), e.version()
+            # no callback: the playbook's last task prints the table (the default callback's debug output)
+            assert "Machines of" not in run.out, run.out[-4000:]
+            table = re.search(rf'"{name} \(metal3\)",\n\s+"MACHINE +ROLE .* NODE READY', run.out)
+            assert table, run.out[-4000:]
+        else:
+            assert "Machines of" in run.out and "NODE READY" in run.out, run.out[-4000:]
         # host registration reports as it goes, under the task's no_log (plugins/action/baremetalhost.py)
         assert f"BareMetalHost {ns}/{name}-host-0: " in run.out, run.out[:6000]
+        # and each machine as it moves (plugins/action/cluster_machines.py)
+        assert re.search(rf"^  {ns}/{name} {name}-\S+ \[control-plane\] ", run.out, re.M), run.out[:6000]
         s = e.store()
         try:
             kct = s.list("KubeadmConfigTemplate", ns)[0]

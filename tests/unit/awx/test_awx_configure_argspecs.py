@@ -28,9 +28,10 @@ CREDENTIALS = {
     "maas": {"maas_url": "http://maas.example.com:5240/MAAS/", "maas_api_key": "c:t:s"},
     "ironic": {"clouds_yaml": "clouds: {ironic: {auth_type: none}}\n", "cloud": "ironic"},
 }
+VERSION = yaml.safe_load((AWX.parent / "galaxy.yml").read_text())["version"]
 EXTRA = {
     "awx_project_scm_url": "https://git.example.com/infra/baremetal-capi.git",
-    "awx_ee_image": "registry.example.com/baremetal-capi-ee:0.1.0",
+    "awx_ee_image": f"registry.example.com/baremetal-capi-ee:{VERSION}",  # the tag docs/awx.md builds
     "awx_credentials": CREDENTIALS,
 }
 

@@ -105,3 +105,18 @@ def test_ee_requirements_match_requirements_with_upper_bounds():
         assert "<" in spec, f"{name}{spec}: no upper bound"
     ee_def = yaml.safe_load((ROOT / "awx" / "execution-environment.yml").read_text())
     assert ee_def["dependencies"]["ansible_core"]["package_pip"] == "ansible-core" + runtime["ansible-core"]
+
+
+def test_every_named_tarball_and_image_tag_is_the_release():
+    """The docs, awx/ and meta/ name the tarball and the EE image of galaxy.yml's version (a release bumps them)."""
+    version = yaml.safe_load((ROOT / "galaxy.yml").read_text())["version"]
+    named = re.compile(r"baremetal-capi-(\d+\.\d+\.\d+)\.tar\.gz|baremetal-capi-ee:(\d+\.\d+\.\d+)")
+    files = [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "awx").rglob("*"), *(ROOT / "meta").glob("*")]
+    stale = [
+        f"{path.relative_to(ROOT)}: {m.group(0)}"
+        for path in files
+        if path.is_file() and path.suffix in {".md", ".yml", ".yaml", ".sh", ".txt"}
+        for m in named.finditer(path.read_text())
+        if version not in m.groups()
+    ]
+    assert stale == [], f"galaxy.yml is {version}"

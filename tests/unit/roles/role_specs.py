@@ -19,6 +19,7 @@ MAAS = {
     "capi_maas_ca_bundle": {
         "description": "The CA bundle (PEM file) that signed the MAAS TLS certificate (default E(MAAS_CA_BUNDLE)).",
         "type": "path",
+        "version_added": "0.2.0",
     },
 }
 HOSTS = {
