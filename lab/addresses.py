@@ -61,6 +61,7 @@ def lab_json(cfg: LabConfig) -> dict:
         "maas_control_url": maas.url(cfg) + "_sim/",
         "maas_tls_url": maas.tls_url(cfg),
         "kube_apiserver": f"https://{cfg.host}:{cfg.ports.kube_apiserver}",
+        "nodesim_url": f"http://{cfg.host}:{cfg.ports.node_simulator}/",
     }
 
 

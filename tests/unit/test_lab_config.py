@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -90,5 +91,21 @@ def test_two_labs_allocate_their_addresses_side_by_side(tmp_path, monkeypatch):
     assert ips["a"].isdisjoint(ips["b"]) and "127.1.1.3" in ips["b"]
     assert hosts.inventory(b)["hosts"][0]["ip"] == "127.1.1.1"
     assert addresses.lab_json(a)["loopback"] == "127.0" and addresses.lab_json(b)["maas_url"].endswith(":32009/MAAS/")
+    assert addresses.lab_json(b)["nodesim_url"] == "http://127.0.0.1:32010/"
     assert addresses.here("127.0.6.34", b) == "127.1.6.34"
     assert {cfg.net(2) for cfg in labs.values()} == {"127.0.2", "127.1.2"}  # the MAAS simulators' subnets
+
+
+def test_scenarios_and_inventories_take_the_lab_ports_from_the_lab():
+    """No molecule scenario, inventory, AWX definition or playbook names a default lab port: a second lab (another
+    port base) would have its tests talk to the first lab's services (the remediation scenario once did)."""
+    defaults = {str(port) for port in dataclasses.asdict(config.Ports()).values()}
+    found = []
+    for top in ("extensions", "inventory", "awx", "playbooks", "roles"):
+        for path in sorted((config.REPO / top).rglob("*")):
+            if path.suffix not in (".yml", ".yaml", ".json", ".py", ".j2", ".cfg") or not path.is_file():
+                continue
+            for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                found += [f"{path.relative_to(config.REPO)}:{n}: {port}" for port in re.findall(r":(\d{4,5})\b", line)
+                          if port in defaults]  # fmt: skip
+    assert found == []

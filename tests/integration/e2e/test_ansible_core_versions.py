@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from tests import core_venvs
+from tests.integration.net import LOOP
 
 from .conftest import E2E, REPO, free_endpoint, metal3_description, new_names
 
@@ -51,7 +52,7 @@ def test_provision_deprovision_on_declared_ansible_core(version, e2e_lab, ironic
     assert py.exists(), f"{py} missing: run `make core-venvs` (pip-installs ansible-core {version}.*)"
     inv = ironic_inventory
     name, ns = new_names("v")
-    desc = metal3_description(name, ns, free_endpoint("127.0.9"), inv, random.randint(100, 199), hosts=2)
+    desc = metal3_description(name, ns, free_endpoint(f"{LOOP}.9"), inv, random.randint(100, 199), hosts=2)
     driver = {"ironic_url": inv["ironic"]["url"], "boot_iso": inv["images"]["boot_iso"], "poll": 1}
     installed = version == core_venvs.declared()[0]
     collections = install_artifact(py, tmp_path) if installed else None

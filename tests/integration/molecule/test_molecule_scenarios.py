@@ -37,4 +37,9 @@ def test_molecule_scenario(lab, scenario):
         text=True,
         timeout=2300,
     )
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-8000:]
+    out = proc.stdout + proc.stderr
+    log = lab.cfg.root / "logs" / f"molecule-{scenario}.log"  # the whole run: the tail below may be cleanup only
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(out)
+    failures = [line for line in out.splitlines() if line.startswith(("fatal:", "failed:")) or "FAILED!" in line]
+    assert proc.returncode == 0, "\n".join([f"whole output: {log}", *failures[-10:], out[-6000:]])
