@@ -77,10 +77,11 @@ e2e: venv
 lifecycle: venv
 	$(PYTEST) -p no:cacheprovider tests/integration/lifecycle -q -rs
 
-# kill -9 during provision/deprovision, a faulty Ironic with the -vvv secrets checks, etcd quorum loss (docs/lab.md)
+# kill -9 during provision/deprovision, a faulty Ironic with the -vvv secrets checks, etcd quorum loss, eight
+# playbooks racing for five hosts (docs/lab.md)
 resilience: venv
 	$(PYTEST) -p no:cacheprovider tests/integration/e2e/test_e2e_kill.py tests/integration/e2e/test_e2e_faults_secrets.py \
-		tests/integration/kcpsafe/test_quorum_loss_lab.py -q -rs
+		tests/integration/kcpsafe/test_quorum_loss_lab.py tests/integration/e2e/test_e2e_race.py -q -rs
 
 molecule: venv
 	$(PYTEST) -p no:cacheprovider tests/integration/molecule -q -rs

@@ -52,9 +52,10 @@ E2E=(tests/integration/e2e tests/integration/lifecycle/test_etcd_client.py
 E2E_LATE=(tests/integration/e2e/test_ansible_core_versions.py tests/integration/e2e/test_plan.py)
 # The long fault runs are `make resilience` (docs/lab.md "Fault and kill tests"), not part of this run: kill -9 at
 # 8 points of a provision and a deprovision, provision/deprovision through a faulty Ironic with the -vvv secrets
-# checks, and a cluster that loses etcd quorum. Together they took over an hour on a loaded machine.
+# checks, a cluster that loses etcd quorum, and eight provision and deprovision runs racing for five hosts.
+# Together they took over an hour on a loaded machine.
 RESILIENCE=(tests/integration/e2e/test_e2e_kill.py tests/integration/e2e/test_e2e_faults_secrets.py
-            tests/integration/kcpsafe/test_quorum_loss_lab.py)
+            tests/integration/kcpsafe/test_quorum_loss_lab.py tests/integration/e2e/test_e2e_race.py)
 E2E_LATE_IGNORE=()
 for path in "${E2E_LATE[@]}" "${RESILIENCE[@]}"; do E2E_LATE_IGNORE+=(--ignore="$path"); done
 IGNORE=()

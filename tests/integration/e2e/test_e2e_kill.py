@@ -1,8 +1,9 @@
-"""kill -9 at 8 random points of provision_cluster.yml and of deprovision_cluster.yml (issue 20), each kill
-followed by the next run: the last run converges, and a leak check finds nothing - no host claimed by a machine
-that does not exist, no claim, address, data or data template without its machine, nothing stuck deleting on a
-finalizer, Ironic holding exactly the claimed hosts active; after the deprovisioning, nothing of the cluster left
-but the hosts the user registered."""
+"""kill -9 at 8 random points of provision_cluster.yml and of deprovision_cluster.yml (issue 20): 8 runs of each
+killed while the work was unfinished (counted: a kill after the work was done is not one), each kill followed by
+the next run. The last run converges, and a leak check finds nothing - no host claimed by a machine that does not
+exist, no claim, address, data or data template without its machine, nothing stuck deleting on a finalizer,
+Ironic holding exactly the claimed hosts active; after the deprovisioning, nothing of the cluster left but the
+hosts the user registered."""
 
 from __future__ import annotations
 
@@ -78,6 +79,46 @@ def leaks_after_deprovision(e: E2E, host_names: set[str]) -> list[str]:
     return found
 
 
+def _provisioning(e: E2E) -> bool:
+    """Whether the cluster is still being provisioned: fewer Machines than described, or one not Running."""
+    s = e.store()
+    try:
+        machines = s.list("Machine", e.ns)
+    finally:
+        s.close()
+    return len(machines) < 2 or any((m.get("status") or {}).get("phase") != "Running" for m in machines)
+
+
+def _deprovisioning(e: E2E) -> bool:
+    """Whether the cluster is still being deprovisioned: its Cluster or one of its Machines is still stored."""
+    s = e.store()
+    try:
+        return bool(s.list("Cluster", e.ns) or s.list("Machine", e.ns))
+    finally:
+        s.close()
+
+
+def kill_runs(e: E2E, playbook: str, unfinished) -> list[str]:
+    """Runs of the playbook, each killed with -9, until KILLS of them were killed while the work was unfinished
+    (``unfinished(e)`` after the kill): kills of a run that had nothing left to do do not count. The kill points
+    move two seconds later a run, so the early ones fall in the tasks before the converge loop and the later ones
+    inside it; each killed run keeps what it got done, so the work moves on from kill to kill."""
+    outcomes: list[str] = []
+    counted = 0
+    for k in range(4 * KILLS):
+        if counted == KILLS:
+            break
+        outcome = e.play_killed(playbook, None, random.uniform(1 + 2 * k, 3 + 2 * k))
+        during = outcome.startswith("killed") and unfinished(e)
+        counted += during
+        outcomes.append(f"{outcome}{' (work unfinished)' if during else ''}")
+        if not outcome.startswith("killed") and not unfinished(e):
+            break  # the run finished the work: later kills would land on runs with nothing to do
+    print(f"{playbook} kills:", outcomes)
+    assert counted == KILLS, f"{counted} kills while the work was unfinished, {KILLS} wanted: {outcomes}"
+    return outcomes
+
+
 def test_kill_9_at_eight_points_of_provision_and_of_deprovision(e2e_lab, ironic_inventory, tmp_path):
     inv = ironic_inventory
     name, ns = new_names("k")
@@ -86,15 +127,13 @@ def test_kill_9_at_eight_points_of_provision_and_of_deprovision(e2e_lab, ironic_
     e = E2E(e2e_lab, tmp_path, "metal3", desc, {"capi_host_driver_options": driver})
     hosts = {h["name"] for h in desc["hosts"]}
     try:
-        outcomes = [e.play_killed("provision_cluster.yml", None, random.uniform(2, 40)) for _ in range(KILLS)]
-        print("provision kills:", outcomes)
+        kill_runs(e, "provision_cluster.yml", _provisioning)
         run = e.play("provision_cluster.yml")
         assert run.failed == 0
         assert leaks_after_provision(e, inv["ironic"]["url"]) == []
         assert e.play("provision_cluster.yml").changed == 0  # converged: a re-run changes nothing
 
-        outcomes = [e.play_killed("deprovision_cluster.yml", None, random.uniform(2, 25)) for _ in range(KILLS)]
-        print("deprovision kills:", outcomes)
+        kill_runs(e, "deprovision_cluster.yml", _deprovisioning)
         run = e.play("deprovision_cluster.yml")
         assert run.failed == 0
         assert leaks_after_deprovision(e, hosts) == []
