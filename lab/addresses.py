@@ -12,7 +12,9 @@ inventories and molecule scenarios: the loopback prefix and the MAAS simulator's
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import random
 
 from lab.config import LabConfig, load
@@ -68,7 +70,15 @@ def lab_json(cfg: LabConfig) -> dict:
 def write_lab_json(cfg: LabConfig) -> None:
     out = cfg.root / "inventory"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "lab.json").write_text(json.dumps(lab_json(cfg), indent=1) + "\n")
+    text = json.dumps(lab_json(cfg), indent=1) + "\n"
+    path = out / "lab.json"
+    with contextlib.suppress(OSError):
+        if path.read_text() == text:
+            return
+    # whole or not at all: playbooks of the other test line read it while tests write it
+    tmp = out / f".lab.json.{os.getpid()}"
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

@@ -53,8 +53,12 @@ class Lab:
                 from lab import process
 
                 process.refuse_foreign_ports(self.cfg, name)  # never another lab's service on our ports
+                before = process.running(self.cfg)
                 svc.up(self.cfg)
-                self.started.append(name)
+                # Ours to stop at the end only if this call started a process: a health check that timed out
+                # under load (the service was running all along, for the other pytest line too) is not.
+                if set(process.running(self.cfg).items()) - set(before.items()):
+                    self.started.append(name)
             self.info[name] = svc.status(self.cfg)
         return self
 

@@ -46,12 +46,20 @@ def _tool(name: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
 
 
+def _failure(out: str) -> str:
+    """What a failed run said: every task failure whole (they come first and scroll out of a tail), then the tail."""
+    lines = out.splitlines()
+    fatal = [i for i, line in enumerate(lines) if line.startswith(("fatal: ", "failed: ")) or "FAILED!" in line]
+    blocks = ["\n".join(lines[i : i + 12])[:3000] for i in fatal[:4]]
+    return "\n--\n".join(["task failures:", *blocks, "the end of the output:", out[-5000:]])
+
+
 def test_demo_provisions_both_clusters_and_the_inventory_reaches_their_machines(e2e_lab):
     store_path = e2e_lab.cfg.root / "demo" / "state.db"
     proc = subprocess.run([sys.executable, "-m", "lab.demo"], cwd=REPO, capture_output=True, text=True, timeout=1500)
     out = proc.stdout + proc.stderr
     try:
-        assert proc.returncode == 0, out[-8000:]
+        assert proc.returncode == 0, _failure(out)
         assert "make demo: done in" in out and "python -m lab.demo --down" in out
         for cluster, scheme in CLUSTERS.items():
             rows = _table(out, cluster)
