@@ -11,6 +11,8 @@ manager of a fake system has the system's UUID). Faults per system id:
 ``delay``              seconds to wait before forwarding any request of that system (a slow BMC)
 ``power_delay``        seconds to wait before forwarding a ComputerSystem.Reset (power action)
 ``fail_virtual_media`` answer virtual-media inserts with a Redfish 500 error
+``fail_power``         answer power actions (ComputerSystem.Reset) with a Redfish 500 error, as a BMC whose
+                       chassis has lost its power supply does; the power state stays what it was
 
 Control endpoint (no auth, loopback only):
 ``GET /lab/faults`` all faults; ``PUT /lab/faults/<id>`` set one (JSON object, replaces);
@@ -29,7 +31,13 @@ from http.server import ThreadingHTTPServer
 
 from lab import relay
 
-FAULT_KEYS = {"unreachable": bool, "delay": float, "power_delay": float, "fail_virtual_media": bool}
+FAULT_KEYS = {
+    "unreachable": bool,
+    "delay": float,
+    "power_delay": float,
+    "fail_virtual_media": bool,
+    "fail_power": bool,
+}
 
 _SYSTEM = re.compile(r"^/redfish/v1/(?:Systems|Managers)/([^/?#]+)")
 _RESET = re.compile(r"/Actions/ComputerSystem\.Reset/?$")
@@ -124,6 +132,8 @@ class Handler(relay.RelayHandler):
         path = self.path.split("?")[0]
         if fault.get("power_delay") and self.command == "POST" and _RESET.search(path):
             time.sleep(fault["power_delay"])
+        if fault.get("fail_power") and self.command == "POST" and _RESET.search(path):
+            return self._redfish_error(500, "Lab fault: power action failed, the chassis has no power")
         if fault.get("fail_virtual_media") and self.command in ("POST", "PATCH") and _VMEDIA_INSERT.search(path):
             return self._redfish_error(500, "Lab fault: virtual media insert failed")
         self._forward(body)

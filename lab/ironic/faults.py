@@ -45,6 +45,7 @@ def set_fault(
     delay: float = 0,
     power_delay: float = 0,
     fail_virtual_media: bool = False,
+    fail_power: bool = False,
 ) -> dict:
     """Replace the faults of one system (all off clears it)."""
     fault = {
@@ -52,6 +53,7 @@ def set_fault(
         "delay": delay,
         "power_delay": power_delay,
         "fail_virtual_media": fail_virtual_media,
+        "fail_power": fail_power,
     }
     return _call("PUT", _url(cfg, system), fault)
 

@@ -81,6 +81,11 @@ def register(ctx: Ctx):
         "credentials": {"name": bmc_spec.get("credentialsName"), "namespace": ctx.ns},
         "credentialsVersion": secret_rv,
     }
+    # BMO's credsChanged: the secret differs from the one last tried (not the last good one - a host that never
+    # registered would otherwise retry "manage" forever without saying why); tried from now on
+    creds_changed = bool(bmc_spec.get("credentialsName")) and ctx.status.get("triedCredentials") != creds
+    if creds_changed:
+        ctx.status["triedCredentials"] = creds
     if node is None:
         attrs = {
             "name": node_name(ctx.ns, ctx.name),
@@ -101,8 +106,6 @@ def register(ctx: Ctx):
                 names.BMH_ERROR_REGISTRATION, f"failed to create the Ironic node: {exc.details or exc}"
             )
         ctx.status["provisioning"]["ID"] = node.id
-        if bmc_spec.get("credentialsName"):
-            ctx.status["triedCredentials"] = creds
         ctx.say(f"registered Ironic node {node.name} ({node.id})")
         ctx.node = node
         return NOW
@@ -120,7 +123,6 @@ def register(ctx: Ctx):
         or any((node.driver_info or {}).get(k) != v for k, v in access.driver_info.items())
     ):
         patch.append({"op": "add", "path": "/driver_info", "value": {**(node.driver_info or {}), **driver_info}})
-        ctx.status["triedCredentials"] = creds
     if patch:
         ctx.node = node = bm.patch_node(node, patch)
         ctx.say("updated the Ironic node's name/driver_info")
@@ -146,8 +148,7 @@ def register(ctx: Ctx):
             ctx.say(f"created port {mac}")
     if state == "enroll":
         retrying = ctx.status.get("errorType") == names.BMH_ERROR_REGISTRATION
-        changed_creds = (ctx.status.get("goodCredentials") or {}).get("credentialsVersion") != secret_rv
-        if node.last_error and not retrying and not changed_creds:
+        if node.last_error and not retrying and not creds_changed:
             return ctx.set_error(names.BMH_ERROR_REGISTRATION, node.last_error)
         ironic_node.before_state_change(ctx)
         bm.set_node_provision_state(node, "manage")

@@ -180,3 +180,60 @@ def test_deploy_fault_surfaces_ironic_error_and_a_later_run_recovers(hostlab):
     bmh = hl.bmh(h["name"])
     assert not bmh["status"].get("errorType") and bmh["status"]["errorCount"] == 0
     assert hl.node(h["name"]).provision_state == "active" and hl.system_power(i) == "On"
+
+
+def test_bmc_down_and_power_failure_name_the_host_and_a_later_run_recovers(hostlab):
+    """BMO's registration error for a BMC that does not answer, its power management error for a power action the
+    BMC refuses: each names the host and what Ironic was told, and the next run after the fault is gone
+    converges (as BMO requeues a host in error)."""
+    hl = hostlab
+    i = 8
+    hl.wait_free([i])
+    h = hl.host(i)
+    entry = hl.bmh_entry(i)
+    # the BMC is down while the host registers: Ironic cannot validate its power interface
+    faults.set_fault(hl.cfg, h["uuid"], unreachable=True)
+    try:
+        (failed,) = hl.play(
+            [{"baremetal.capi.baremetalhost": {"hosts": [entry], "wait": True, "wait_timeout": 300}}],
+            expect_failure=True,
+        )
+    finally:
+        faults.clear(hl.cfg, h["uuid"])
+    assert failed["failed"] is True
+    bmh = hl.bmh(h["name"])
+    assert bmh["status"]["errorType"] == "registration error", bmh["status"]
+    assert bmh["status"]["errorCount"] >= 1
+    assert h["name"] in failed["msg"] and "registration error" in failed["msg"], failed["msg"]
+    assert bmh["status"]["errorMessage"] in failed["msg"], failed["msg"]
+    assert "Unknown error" not in failed["msg"] and "Traceback" not in failed["msg"]
+    (ok,) = hl.play([{"baremetal.capi.baremetalhost": {"hosts": [entry], "wait": True}}])
+    assert ok["hosts"][0]["state"] == "available", ok["hosts"]
+    bmh = hl.bmh(h["name"])
+    assert not bmh["status"].get("errorType") and bmh["status"]["errorCount"] == 0, bmh["status"]
+
+    # the chassis lost its power supply: powering on is refused by the BMC
+    faults.set_fault(hl.cfg, h["uuid"], fail_power=True)
+    on = {"name": h["name"], "spec": {"online": True}}
+    try:
+        (failed,) = hl.play(
+            [{"baremetal.capi.baremetalhost": {"hosts": [on], "wait": True, "wait_timeout": 300}}],
+            expect_failure=True,
+        )
+    finally:
+        faults.clear(hl.cfg, h["uuid"])
+    assert failed["failed"] is True
+    bmh = hl.bmh(h["name"])
+    assert bmh["status"]["errorType"] == "power management error", bmh["status"]
+    assert bmh["status"]["errorMessage"].startswith("PowerOn operation failed: "), bmh["status"]
+    assert "Lab fault: power action failed" in bmh["status"]["errorMessage"], bmh["status"]
+    assert bmh["status"]["errorMessage"] in failed["msg"] and h["name"] in failed["msg"], failed["msg"]
+    assert hl.system_power(i) == "Off" and bmh["status"]["poweredOn"] is False
+    (ok,) = hl.play([{"baremetal.capi.baremetalhost": {"hosts": [on], "wait": True}}])
+    bmh = hl.bmh(h["name"])
+    assert bmh["status"]["poweredOn"] is True and not bmh["status"].get("errorType"), bmh["status"]
+    assert hl.system_power(i) == "On"
+    (gone,) = hl.play(
+        [{"baremetal.capi.baremetalhost": {"hosts": [{"name": h["name"]}], "state": "absent", "wait": True}}]
+    )
+    assert gone["changed"] is True and hl.node(h["name"]) is None
