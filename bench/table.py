@@ -16,7 +16,10 @@ Numbers only, nothing here is a test.  Needs the lab (``python -m lab up``: Iron
   read every host used to need (list + decode every host the selector matches, then classify).
 - IPAM claims on a /16 filled to 1 %, 50 % and 99 % (sqlite): 50 % and 99 % against 1 % (flat = 1.0).
 
-    python bench/table.py [--machines 20] [--reps 3] [--skip-provision]
+- MAAS allocate + deploy of 30 machines: the ``maas_machine`` engine against a plain python-libmaas script
+  (bench/bench_maas.py), on the lab's MAAS simulator with a 3 s deploy.
+
+    python bench/table.py [--machines 20 50] [--maas-machines 30] [--reps 3] [--skip-provision|--only-provision]
 """
 
 from __future__ import annotations
@@ -67,7 +70,8 @@ def ironic_calls(log: Path, since: int) -> tuple[int, int, int]:
 class Cluster:
     """One Metal3 cluster of fake-hardware hosts: inventory, store, playbook runs (as tests/integration/e2e)."""
 
-    def __init__(self, tmp: Path, inv: dict, n: int, octet: int):
+    def __init__(self, tmp: Path, inv: dict, n: int, net: str):
+        """``net``: a /24 of the lab's loopback (``cfg.net(...)``), for the hosts, the pool and the endpoint."""
         tag = uuid.uuid4().hex[:6]
         self.name, self.ns = f"b{tag}", f"bench-{tag}"
         self.tmp, self.db = tmp, str(tmp / "state.db")
@@ -80,15 +84,15 @@ class Cluster:
                 "spec": {"bmc": {"address": f"fake://{self.name}-host-{i}"}, "bootMACAddress": mac,
                          "automatedCleaningMode": "disabled", "inspectionMode": "disabled"},
                 "hardware": {"hostname": f"{self.name}-host-{i}",
-                             "nics": [{"name": "enp1s0", "mac": mac, "ip": f"127.0.{octet}.{10 + i}"}]},
+                             "nics": [{"name": "enp1s0", "mac": mac, "ip": f"{net}.{10 + i}"}]},
             })  # fmt: skip
         desc = {
             "name": self.name, "namespace": self.ns, "provider": "metal3", "kubernetes_version": "v1.34.4",
-            "control_plane_endpoint": {"host": f"127.0.{octet}.250", "port": 6443},
+            "control_plane_endpoint": {"host": f"{net}.250", "port": 6443},
             "control_plane": {"replicas": 1, "image": image, "automated_cleaning_mode": "disabled"},
             "workers": [{"name": "md-0", "replicas": n - 1, "image": image, "automated_cleaning_mode": "disabled"}],
             "ip_pools": [{"name": f"{self.name}-prov", "spec": {"namePrefix": f"{self.name}-prov", "prefix": 24,
-                          "pools": [{"start": f"127.0.{octet}.100", "end": f"127.0.{octet}.200"}]}}],
+                          "pools": [{"start": f"{net}.100", "end": f"{net}.200"}]}}],
             "data_template": {"spec": {
                 "metaData": {"strings": [{"key": "cluster", "value": self.name}]},
                 "networkData": {
@@ -199,7 +203,7 @@ def bench_metal3(n: int, reps: int) -> None:
     floor = {"provision": [], "deprovision": [], "rerun": [], "calls": []}
     for rep in range(reps):
         with tempfile.TemporaryDirectory() as d:
-            c = Cluster(Path(d), inv, n, 200 + rep)
+            c = Cluster(Path(d), inv, n, cfg.net(200 + rep))
             offset = log.stat().st_size
             ours["provision"].append(c.play("provision_cluster.yml"))
             ours["rerun"].append(c.play("provision_cluster.yml", count_processes=True))
@@ -234,6 +238,47 @@ def bench_metal3(n: int, reps: int) -> None:
     ROWS.append((f"Metal3 deprovision {n}", ours["deprovision"], floor["deprovision"], "s"))
     ROWS.append((f"no-change re-run, {n} machines", ours["rerun"], floor["rerun"], "s"))
     ROWS.append(("Ironic API calls per machine", ours["calls"], floor["calls"], "calls"))
+
+
+def bench_maas(n: int, reps: int) -> None:
+    """Allocate + deploy n MAAS machines: the collection's maas_machine engine against plain python-libmaas
+    (bench/bench_maas.py), interleaved, taking turns at going first, on freshly seeded machines each time."""
+    import bench_maas as bm
+    import requests
+
+    from lab import config
+    from lab.services import maas
+
+    cfg = config.load()
+    info = maas.status(cfg)
+    if not info.get("healthy"):
+        raise SystemExit("the MAAS simulator is not running: python -m lab up maas")
+    url, key, control = info["url"], info["api_key"], info["control_url"]
+    timings = requests.get(control + "timings", timeout=30).json()
+    requests.post(control + "timings", json={"deploy": 3.0, "power": 0.1}, timeout=30)
+    ours: dict[str, list[float]] = {"seconds": [], "calls": []}
+    floor: dict[str, list[float]] = {"seconds": [], "calls": []}
+    try:
+        for rep in range(reps):
+            runs = [(ours, bm.run_collection), (floor, bm.run_plain)]
+            for into, fn in runs if rep % 2 == 0 else runs[::-1]:
+                tag = f"bench{uuid.uuid4().hex[:8]}"
+                bm.seed(control, n, tag)
+                try:
+                    gc.collect()
+                    r = fn(url, key, n, tag, 8, 2.0)
+                finally:
+                    bm.remove(control, tag)
+                if r["not_done"]:
+                    raise SystemExit(f"MAAS bench: {r['not_done']} of {n} machines not deployed ({fn.__name__})")
+                into["seconds"].append(r["seconds"])
+                into["calls"].append(r["calls"] / n)
+            print(f"  rep {rep}: MAAS {n} ours {ours['seconds'][-1]:.1f}s ({ours['calls'][-1]:.1f} calls/machine), "
+                  f"floor {floor['seconds'][-1]:.1f}s ({floor['calls'][-1]:.1f})", flush=True)  # fmt: skip
+    finally:
+        requests.post(control + "timings", json=timings, timeout=30)
+    ROWS.append((f"MAAS allocate + deploy {n} (simulator deploy 3 s)", ours["seconds"], floor["seconds"], "s"))
+    ROWS.append(("MAAS API calls per machine", ours["calls"], floor["calls"], "calls"))
 
 
 def bench_choose(reps: int) -> None:
@@ -368,17 +413,22 @@ def table() -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--machines", type=int, default=20)
+    parser.add_argument("--machines", type=int, nargs="+", default=[20, 50], help="Metal3 cluster sizes")
+    parser.add_argument("--maas-machines", type=int, default=30)
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--skip-provision", action="store_true")
+    parser.add_argument("--skip-provision", action="store_true", help="no Metal3 or MAAS provisioning rows")
+    parser.add_argument("--only-provision", action="store_true", help="no host choice or IPAM rows")
     args = parser.parse_args()
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}")
-    bench_choose(args.reps)
-    bench_ipam(args.reps)
-    for line in table():
-        print(line, flush=True)
+    if not args.only_provision:
+        bench_choose(args.reps)
+        bench_ipam(args.reps)
+        for line in table():
+            print(line, flush=True)
     if not args.skip_provision:
-        bench_metal3(args.machines, args.reps)
+        bench_maas(args.maas_machines, args.reps)
+        for n in args.machines:
+            bench_metal3(n, args.reps)
     for line in table():
         print(line)
 
