@@ -282,6 +282,89 @@ def bench_maas(n: int, reps: int) -> None:
     ROWS.append(("MAAS API calls per machine", ours["calls"], floor["calls"], "calls"))
 
 
+def _tree_rss_kib(pid: int) -> int:
+    """Resident memory of a process and all its descendants (kB, from /proc)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/status", encoding="utf-8") as fh:
+                rss[int(entry)] = next((int(x.split()[1]) for x in fh if x.startswith("VmRSS:")), 0)
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        total += rss.get(p, 0)
+        todo += children.get(p, [])
+    return total
+
+
+def _run_measured(argv: list[str], env: dict) -> tuple[float, int, int, str]:
+    """(wall seconds, peak kB of the process tree sampled every 0.5 s, return code, output) of one command."""
+    import threading
+
+    peak = [0]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def sample():
+        while proc.poll() is None:
+            peak[0] = max(peak[0], _tree_rss_kib(proc.pid))
+            time.sleep(0.5)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    output = proc.communicate()[0]
+    took = time.perf_counter() - t0
+    sampler.join()
+    return took, peak[0], proc.returncode, output
+
+
+def bench_fleet(total: int, clusters: int) -> list[str]:
+    """One provision_cluster.yml run of ``total`` machines in ``clusters`` clusters at once (one inventory, a
+    fork per cluster), then their deprovision: wall time, the run's peak resident memory (ansible-playbook and
+    every process it started, sampled every 0.5 s) and the Ironic API calls."""
+    from lab import config
+    from lab.ironic import hosts as lab_hosts
+
+    cfg = config.load()
+    inv = lab_hosts.load_inventory(cfg)
+    log = cfg.logs / "ironic.log"
+    out = []
+    with tempfile.TemporaryDirectory() as d:
+        fleet = [Cluster(Path(d) / f"c{i}", inv, total // clusters, cfg.net(210 + i)) for i in range(clusters)]
+        invdir = Path(d) / "inventory"
+        (invdir / "host_vars").mkdir(parents=True)
+        (invdir / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {c.name: None for c in fleet}}}))
+        for c in fleet:
+            src = Path(c.inventory) / "host_vars" / f"{c.name}.yml"
+            (invdir / "host_vars" / src.name).write_text(src.read_text())
+        runs = (("provision_cluster.yml", {}), ("deprovision_cluster.yml", {"capi_deregister_hosts": True}))
+        for playbook, extra in runs:
+            interpreter = json.dumps({"ansible_python_interpreter": sys.executable})
+            argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(invdir),
+                    str(REPO / "playbooks" / playbook), "-e", interpreter, "-e", json.dumps(extra)]  # fmt: skip
+            env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_FORKS=str(clusters))
+            offset = log.stat().st_size
+            took, peak_kib, returncode, output = _run_measured(argv, env)
+            (Path(d) / f"{playbook}.log").write_text(output)
+            if returncode != 0:
+                raise SystemExit(f"fleet {playbook} failed:\n{output[-6000:]}")
+            calls, disc, _ = ironic_calls(log, offset)
+            line = (f"{playbook} of {total} machines in {clusters} clusters at once: {took:.0f} s wall, peak RSS "
+                    f"{peak_kib / 1024:.0f} MiB, {calls} Ironic API calls ({disc} version discovery), "
+                    f"{calls / total:.1f} per machine")  # fmt: skip
+            print("  " + line, flush=True)
+            out.append(line)
+    return out
+
+
 def bench_choose(reps: int) -> None:
     from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import choose
     from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
@@ -419,6 +502,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--skip-provision", action="store_true", help="no Metal3 or MAAS provisioning rows")
     parser.add_argument("--only-provision", action="store_true", help="no host choice or IPAM rows")
+    parser.add_argument("--fleet", type=int, default=0, help="also one run of this many machines (e.g. 200)")
+    parser.add_argument("--fleet-clusters", type=int, default=4)
     args = parser.parse_args()
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}")
     if not args.only_provision:
@@ -432,6 +517,9 @@ def main() -> None:
             bench_metal3(n, args.reps)
     for line in table():
         print(line)
+    if args.fleet:
+        for line in bench_fleet(args.fleet, args.fleet_clusters):
+            print(line)
 
 
 if __name__ == "__main__":
