@@ -105,9 +105,8 @@ def main() -> int:
     print(f"The machines as Ansible hosts (baremetal.capi.machines): ansible-inventory -i {rel} --graph")
     print(f"  an ad-hoc run on every one of them: ansible -i {rel} all -m ansible.builtin.ping -c local")
     print(
-        "Kubeconfigs: the <cluster>-kubeconfig Secrets in the store .lab/demo/state.db "
-        "(demo-maas's for the MAAS DNS record's address: "
-        "~/.local/state/baremetal-capi/demo-maas-demo-maas.kubeconfig)."
+        f"Kubeconfigs: {os.path.relpath(cfg.root / 'demo', REPO)}/<namespace>-<cluster>.kubeconfig (demo-maas's for "
+        "the MAAS DNS record's address), and the <cluster>-kubeconfig Secrets in the store state.db beside them."
     )
     print("Tear down: python -m lab.demo --down   (deprovision both clusters), then: python -m lab down")
     return rc
