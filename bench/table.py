@@ -282,40 +282,21 @@ def bench_maas(n: int, reps: int) -> None:
     ROWS.append(("MAAS API calls per machine", ours["calls"], floor["calls"], "calls"))
 
 
-def _tree_rss_kib(pid: int) -> int:
-    """Resident memory of a process and all its descendants (kB, from /proc)."""
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/status", encoding="utf-8") as fh:
-                rss[int(entry)] = next((int(x.split()[1]) for x in fh if x.startswith("VmRSS:")), 0)
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    total, todo = 0, [pid]
-    while todo:
-        p = todo.pop()
-        total += rss.get(p, 0)
-        todo += children.get(p, [])
-    return total
-
-
-def _run_measured(argv: list[str], env: dict) -> tuple[float, int, int, str]:
-    """(wall seconds, peak kB of the process tree sampled every 0.5 s, return code, output) of one command."""
+def _run_measured(argv: list[str], env: dict) -> tuple[float, float, int, str]:
+    """(wall seconds, peak MiB of its session - the command and every process it started - sampled every 0.5 s,
+    return code, output) of one command."""
     import threading
 
-    peak = [0]
+    from lab import process
+
+    peak = [0.0]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)  # fmt: skip
 
     def sample():
         while proc.poll() is None:
-            peak[0] = max(peak[0], _tree_rss_kib(proc.pid))
+            peak[0] = max(peak[0], process.rss_mib(process.session_pids(proc.pid)))
             time.sleep(0.5)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -352,13 +333,13 @@ def bench_fleet(total: int, clusters: int) -> list[str]:
                     str(REPO / "playbooks" / playbook), "-e", interpreter, "-e", json.dumps(extra)]  # fmt: skip
             env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_FORKS=str(clusters))
             offset = log.stat().st_size
-            took, peak_kib, returncode, output = _run_measured(argv, env)
+            took, peak_mib, returncode, output = _run_measured(argv, env)
             (Path(d) / f"{playbook}.log").write_text(output)
             if returncode != 0:
                 raise SystemExit(f"fleet {playbook} failed:\n{output[-6000:]}")
             calls, disc, _ = ironic_calls(log, offset)
             line = (f"{playbook} of {total} machines in {clusters} clusters at once: {took:.0f} s wall, peak RSS "
-                    f"{peak_kib / 1024:.0f} MiB, {calls} Ironic API calls ({disc} version discovery), "
+                    f"{peak_mib:.0f} MiB, {calls} Ironic API calls ({disc} version discovery), "
                     f"{calls / total:.1f} per machine")  # fmt: skip
             print("  " + line, flush=True)
             out.append(line)

@@ -139,6 +139,35 @@ def running(cfg: LabConfig) -> dict[str, int]:
     return out
 
 
+def session_pids(pid: int) -> list[int]:
+    """The PIDs of the session ``pid`` leads (a lab process, or any command started with start_new_session)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[3]) == pid:  # field 6, the session id
+            out.append(int(entry.name))
+    return out
+
+
+def rss_mib(pids: list[int]) -> float:
+    """Resident memory of these processes together (MiB, from /proc; gone ones count 0)."""
+    total = 0
+    for pid in pids:
+        try:
+            for line in open(f"/proc/{pid}/status", encoding="ascii"):
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return round(total / 1024, 1)
+
+
 def tail(cfg: LabConfig, name: str, lines: int = 15) -> str:
     try:
         return "\n".join((cfg.logs / f"{name}.log").read_text(errors="replace").splitlines()[-lines:])

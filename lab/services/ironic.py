@@ -20,7 +20,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 from lab import process
 from lab.config import REPO, LabConfig
@@ -177,45 +176,17 @@ def down(cfg: LabConfig) -> None:
         process.stop(cfg, name, timeout=30)
 
 
-def _tree(pid: int) -> list[int]:
-    """The PIDs of a lab process's session (it was started in a session of its own)."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[3]) == pid:  # field 6, the session id
-            out.append(int(entry.name))
-    return out
-
-
-def _rss_mib(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        try:
-            for line in open(f"/proc/{pid}/status", encoding="ascii"):
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-        except OSError:
-            continue
-    return round(total / 1024, 1)
-
-
 def status(cfg: LabConfig) -> dict:
     checks = _checks(cfg)
     services = {}
     for name in PROCESSES:
         pid = process.pid_of(cfg, name)
-        pids = _tree(pid) if pid else []
+        pids = process.session_pids(pid) if pid else []
         services[name] = {
             "pid": pid,
             "pids": pids,
             "healthy": pid is not None and checks[name](),
-            "rss_mib": _rss_mib(pids),
+            "rss_mib": process.rss_mib(pids),
         }
     return {
         "healthy": all(s["healthy"] for s in services.values()),

@@ -182,6 +182,21 @@ def test_deploy_fault_surfaces_ironic_error_and_a_later_run_recovers(hostlab):
     assert hl.node(h["name"]).provision_state == "active" and hl.system_power(i) == "On"
 
 
+def _run_under_fault(hl, h: dict, entry: dict, **fault) -> tuple[dict, dict]:
+    """The baremetalhost task for ``entry`` while lab host ``h``'s BMC has ``fault``: it must fail; (its result, the
+    BareMetalHost after it). The fault is cleared whatever happens."""
+    faults.set_fault(hl.cfg, h["uuid"], **fault)
+    try:
+        (failed,) = hl.play(
+            [{"baremetal.capi.baremetalhost": {"hosts": [entry], "wait": True, "wait_timeout": 300}}],
+            expect_failure=True,
+        )
+    finally:
+        faults.clear(hl.cfg, h["uuid"])
+    assert failed["failed"] is True
+    return failed, hl.bmh(h["name"])
+
+
 def test_bmc_down_and_power_failure_name_the_host_and_a_later_run_recovers(hostlab):
     """BMO's registration error for a BMC that does not answer, its power management error for a power action the
     BMC refuses: each names the host and what Ironic was told, and the next run after the fault is gone
@@ -192,16 +207,7 @@ def test_bmc_down_and_power_failure_name_the_host_and_a_later_run_recovers(hostl
     h = hl.host(i)
     entry = hl.bmh_entry(i)
     # the BMC is down while the host registers: Ironic cannot validate its power interface
-    faults.set_fault(hl.cfg, h["uuid"], unreachable=True)
-    try:
-        (failed,) = hl.play(
-            [{"baremetal.capi.baremetalhost": {"hosts": [entry], "wait": True, "wait_timeout": 300}}],
-            expect_failure=True,
-        )
-    finally:
-        faults.clear(hl.cfg, h["uuid"])
-    assert failed["failed"] is True
-    bmh = hl.bmh(h["name"])
+    failed, bmh = _run_under_fault(hl, h, entry, unreachable=True)
     assert bmh["status"]["errorType"] == "registration error", bmh["status"]
     assert bmh["status"]["errorCount"] >= 1
     assert h["name"] in failed["msg"] and "registration error" in failed["msg"], failed["msg"]
@@ -213,17 +219,8 @@ def test_bmc_down_and_power_failure_name_the_host_and_a_later_run_recovers(hostl
     assert not bmh["status"].get("errorType") and bmh["status"]["errorCount"] == 0, bmh["status"]
 
     # the chassis lost its power supply: powering on is refused by the BMC
-    faults.set_fault(hl.cfg, h["uuid"], fail_power=True)
     on = {"name": h["name"], "spec": {"online": True}}
-    try:
-        (failed,) = hl.play(
-            [{"baremetal.capi.baremetalhost": {"hosts": [on], "wait": True, "wait_timeout": 300}}],
-            expect_failure=True,
-        )
-    finally:
-        faults.clear(hl.cfg, h["uuid"])
-    assert failed["failed"] is True
-    bmh = hl.bmh(h["name"])
+    failed, bmh = _run_under_fault(hl, h, on, fail_power=True)
     assert bmh["status"]["errorType"] == "power management error", bmh["status"]
     assert bmh["status"]["errorMessage"].startswith("PowerOn operation failed: "), bmh["status"]
     assert "Lab fault: power action failed" in bmh["status"]["errorMessage"], bmh["status"]
