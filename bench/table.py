@@ -283,20 +283,19 @@ def bench_maas(n: int, reps: int) -> None:
 
 
 def _run_measured(argv: list[str], env: dict) -> tuple[float, float, int, str]:
-    """(wall seconds, peak MiB of its session - the command and every process it started - sampled every 0.5 s,
-    return code, output) of one command."""
+    """(wall seconds, peak MiB of the command and every process it started, sampled every 0.5 s, return code,
+    output) of one command."""
     import threading
 
     from lab import process
 
     peak = [0.0]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     def sample():
         while proc.poll() is None:
-            peak[0] = max(peak[0], process.rss_mib(process.session_pids(proc.pid)))
+            peak[0] = max(peak[0], process.rss_mib(process.tree_pids(proc.pid)))
             time.sleep(0.5)
 
     sampler = threading.Thread(target=sample, daemon=True)

@@ -155,6 +155,25 @@ def session_pids(pid: int) -> list[int]:
     return out
 
 
+def tree_pids(pid: int) -> list[int]:
+    """``pid`` and all its descendants, by parent PID (a command whose children start sessions of their own, as
+    ansible-playbook's workers do)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        out.append(todo.pop())
+        todo += children.get(out[-1], [])
+    return out
+
+
 def rss_mib(pids: list[int]) -> float:
     """Resident memory of these processes together (MiB, from /proc; gone ones count 0)."""
     total = 0
