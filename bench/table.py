@@ -3,10 +3,10 @@
 Numbers only, nothing here is a test.  Needs the lab (``python -m lab up``: Ironic, kube, node simulator).
 
 - Metal3 provision of N fake-hardware machines: ``provision_cluster.yml`` (1 control plane + N-1 workers, the
-  node simulator booting every host through kubeadm) against a plain openstacksdk script doing the Ironic
-  work for as many nodes (create node + port, manage, provide, deploy with the same instance_info and the
-  same config drives - user data included - wait for active).  The floor has no kubeadm boot: the node
-  simulator boots hosts from what the collection stored, which the floor does not write.
+  node simulator booting every host through kubeadm, up to every Node Ready) against a plain openstacksdk
+  script doing the same Ironic work for as many nodes with the same instance_info and config drives, which the
+  node simulator boots the same way (bench/floor_metal3.py: the control plane first, the joins' token and the
+  CNI written into the workload cluster once it answers, then the workers, up to every Node Ready).
 - Deprovision: ``deprovision_cluster.yml`` against the floor's undeploy + delete of its nodes.
 - Re-run of ``provision_cluster.yml`` on the converged cluster against one read of every object of its
   namespace from the store (a python process opening the store and listing every kind).
@@ -36,7 +36,6 @@ import sys
 import tempfile
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -133,8 +132,17 @@ class Cluster:
         proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, check=False)
         took = time.perf_counter() - t0
         (self.tmp / f"{playbook}-{time.time():.0f}.log").write_text(proc.stdout + proc.stderr)
-        if proc.returncode != 0 or "FAILED" in proc.stdout:
-            raise SystemExit(f"{playbook} failed:\n{proc.stdout[-5000:]}\n{proc.stderr[-2000:]}")
+        # a retried task or a fatal one (not a FAILED inside a progress line's message: CERTIFICATE_VERIFY_FAILED)
+        if proc.returncode != 0 or re.search(r"^(FAILED - RETRYING|fatal:)", proc.stdout, re.M):
+            lines = proc.stdout.splitlines()
+            failed = [
+                " | ".join(lines[max(0, i - 3) : i + 3])
+                for i, line in enumerate(lines)
+                if re.match(r"FAILED|fatal:", line)
+            ]
+            raise SystemExit(
+                f"{playbook} failed:\n" + "\n".join(failed) + f"\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}"
+            )
         return took
 
 
@@ -152,42 +160,6 @@ def one_read(db: str, ns: str) -> float:
     return time.perf_counter() - t0
 
 
-def floor_provision(conn, template_node, drives: list, infos: list, tag: str, workers: int) -> tuple[float, list]:
-    """Create, manage, provide and deploy (config drive) one node per drive, concurrently; wait for active."""
-    bm = conn.baremetal
-    attrs = {k: getattr(template_node, k) for k in (
-        "driver", "boot_interface", "deploy_interface", "management_interface", "power_interface",
-        "inspect_interface", "vendor_interface", "network_interface")}  # fmt: skip
-    attrs = {k: v for k, v in attrs.items() if v}
-
-    def one(i):
-        node = bm.create_node(name=f"floor-{tag}-{i}", driver_info=dict(template_node.driver_info or {}), **attrs)
-        bm.create_port(node_uuid=node.id, address=f"52:54:03:{int(tag[:2], 16):02x}:{int(tag[2:4], 16):02x}:{i:02x}")
-        bm.set_node_provision_state(node, "manage", wait=True, timeout=600)
-        bm.patch_node(node, [{"op": "add", "path": "/instance_info", "value": infos[i]}])
-        bm.set_node_provision_state(node, "provide", wait=True, timeout=600)
-        bm.set_node_provision_state(node, "active", config_drive=drives[i], wait=True, timeout=600)
-        return node.id
-
-    t0 = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        ids = list(pool.map(one, range(len(drives))))
-    return time.perf_counter() - t0, ids
-
-
-def floor_deprovision(conn, ids: list, workers: int) -> float:
-    bm = conn.baremetal
-
-    def one(node_id):
-        bm.set_node_provision_state(node_id, "deleted", wait=True, timeout=600)
-        bm.delete_node(node_id)
-
-    t0 = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(one, ids))
-    return time.perf_counter() - t0
-
-
 def bench_metal3(n: int, reps: int) -> None:
     import openstack
 
@@ -196,9 +168,13 @@ def bench_metal3(n: int, reps: int) -> None:
     from lab import config
     from lab.ironic import hosts as lab_hosts
 
+    sys.path.insert(0, str(REPO / "bench"))
+    import floor_metal3
+
     cfg = config.load()
     inv = lab_hosts.load_inventory(cfg)
     log = cfg.logs / "ironic.log"
+    cni = [d for d in yaml.safe_load_all((REPO / "lab" / "manifests" / "cni-standin.yaml").read_text()) if d]
     ours = {"provision": [], "deprovision": [], "rerun": [], "calls": []}
     floor = {"provision": [], "deprovision": [], "rerun": [], "calls": []}
     for rep in range(reps):
@@ -215,6 +191,7 @@ def bench_metal3(n: int, reps: int) -> None:
             drives = [cd.config_drive(store, h) for h in hosts]
             infos = [cd.instance_info(h, boot_iso=inv["images"]["boot_iso"])[0] for h in hosts]
             node_id = hosts[0]["status"]["provisioning"]["ID"]
+            kubeconfig = floor_metal3.admin_kubeconfig(store, c.ns, c.name)
             store.close()
             conn = openstack.connect(auth_type="none", baremetal_endpoint_override=inv["ironic"]["url"])
             template = conn.baremetal.get_node(node_id)  # the floor's nodes are made like ours
@@ -226,9 +203,10 @@ def bench_metal3(n: int, reps: int) -> None:
                   f"deprovision {ours['deprovision'][-1]:.1f}s; Ironic calls {calls} ({disc} discovery)",
                   flush=True)  # fmt: skip
             tag = uuid.uuid4().hex[:6]
-            took, ids = floor_provision(conn, template, drives, infos, tag, workers=n)
+            mac_prefix = f"52:54:03:{int(tag[:2], 16):02x}:{int(tag[2:4], 16):02x}"
+            took, ids = floor_metal3.provision(conn, template, drives, infos, tag, kubeconfig, cni, mac_prefix)
             floor["provision"].append(took)
-            floor["deprovision"].append(floor_deprovision(conn, ids, workers=n))
+            floor["deprovision"].append(floor_metal3.deprovision(conn, ids))
             calls, disc, offset = ironic_calls(log, offset)
             floor["calls"].append(calls / n)
             print(f"  rep {rep}: floor provision {floor['provision'][-1]:.1f}s deprovision "
