@@ -34,7 +34,7 @@ if not _COLL.exists():
 
 from ansible_collections.baremetal.capi.plugins.module_utils import runner  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import drivers  # noqa: E402
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_configdrive as cd  # noqa: E402
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic import configdrive as cd  # noqa: E402
 from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore  # noqa: E402
 from lab import config, process  # noqa: E402
 from lab.ironic import hosts as lab_hosts  # noqa: E402

@@ -119,7 +119,7 @@ def main() -> None:
 
     import openstack
 
-    from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_configdrive as cd
+    from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic import configdrive as cd
     from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
     from lab import config
     from lab.ironic import hosts as lab_hosts

@@ -163,7 +163,7 @@ def one_read(db: str, ns: str) -> float:
 def bench_metal3(n: int, reps: int) -> None:
     import openstack
 
-    from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_configdrive as cd
+    from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic import configdrive as cd
     from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
     from lab import config
     from lab.ironic import hosts as lab_hosts

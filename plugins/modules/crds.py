@@ -26,6 +26,7 @@ author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
+  - baremetal.capi.wait
   - baremetal.capi.attributes.no_diff
 options:
   kinds:
@@ -40,9 +41,16 @@ options:
     default: true
   wait_timeout:
     description:
-      - How many seconds to wait.
+      - Seconds to wait with O(wait=true); on timeout the task fails naming the CRDs not yet C(Established).
     type: int
     default: 60
+  wait_sleep:
+    description:
+      - Seconds between two reads of the CRDs' C(Established) condition.
+    type: float
+    default: 0.2
+    aliases: [poll]
+    version_added: 0.3.0
 """
 
 EXAMPLES = r"""
@@ -86,7 +94,10 @@ skipped:
   sample: {baremetalhosts.metal3.io: "already served by the cluster's own CRD"}
 """
 
-from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule  # noqa: E402 (imports follow the docs in a module)
+from ansible_collections.baremetal.capi.plugins.module_utils.module import (  # noqa: E402 (imports follow the docs in a module)
+    CapiModule,
+    wait_argument_spec,
+)
 from ansible_collections.baremetal.capi.plugins.module_utils.store import crds  # noqa: E402 (imports follow the docs in a module)
 
 
@@ -94,8 +105,7 @@ def main():
     module = CapiModule(
         argument_spec=dict(
             kinds=dict(type="list", elements="str"),
-            wait=dict(type="bool", default=True),
-            wait_timeout=dict(type="int", default=60),
+            **wait_argument_spec(timeout=60, sleep=0.2),
         ),
         supports_check_mode=True,
     )
@@ -107,6 +117,7 @@ def main():
             module.store,
             kinds_to_apply=p["kinds"],
             wait=p["wait_timeout"] if p["wait"] else 0,
+            poll=p["wait_sleep"],
             check_mode=module.check_mode,
         )
     module.exit(bool(result["created"] or result["updated"]), **result)

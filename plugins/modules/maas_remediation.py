@@ -30,6 +30,7 @@ description:
   - Every step is recorded in the store before it acts; a run interrupted anywhere continues from the recorded phase
     and never power cycles the machine twice for the same retry.
   - O(state=absent) deletes the remediations - the power-off request is taken back and the Node restored first.
+  - In check mode nothing is written and MAAS is only read; each machine reports the next thing that would be done.
 author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
@@ -37,14 +38,7 @@ extends_documentation_fragment:
   - baremetal.capi.namespace
   - baremetal.capi.wait
   - baremetal.capi.maas
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: Nothing is written and MAAS is only read; each machine reports the next thing that would be done.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
+  - baremetal.capi.attributes.no_diff
 options:
   machines:
     description: The Machines to remediate (the remediations are named like them). A single name is accepted.

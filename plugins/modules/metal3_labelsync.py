@@ -20,19 +20,13 @@ description:
     Node to the host.
   - CAPM3 runs this every 60 seconds; schedule C(playbooks/sync_labels.yml) (for example as an AWX schedule) to do
     the same.
+  - In check mode nothing is written; each host reports the labels that would be set and removed.
 author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
   - baremetal.capi.store
   - baremetal.capi.namespace
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: Nothing is written; each host reports the labels that would be set and removed.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
+  - baremetal.capi.attributes.no_diff
 options:
   host:
     description: One BareMetalHost. Mutually exclusive with O(cluster).

@@ -33,6 +33,7 @@ description:
     deleted as MachineHealthCheck deletes it for a healthy Machine (so a later failure starts afresh); no pods are
     drained (none are scheduled by this collection).
   - O(state=absent) deletes the remediations - the power-off request is taken back and the Node restored first.
+  - In check mode nothing is written; each machine reports the next thing that would be done.
 author:
   - baremetal.capi contributors (!UNKNOWN)
 extends_documentation_fragment:
@@ -40,14 +41,7 @@ extends_documentation_fragment:
   - baremetal.capi.namespace
   - baremetal.capi.wait
   - baremetal.capi.host_driver
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: Nothing is written; each machine reports the next thing that would be done.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
+  - baremetal.capi.attributes.no_diff
 options:
   machines:
     description: The Machines to remediate (the remediations are named like them). A single name is accepted.

@@ -6,7 +6,7 @@ A BareMetalHost (metal3.io/v1alpha1) says what a host should be (spec) and
 reports what it is (status), as in baremetal-operator (BMO).  A *host driver*
 is what turns spec into status:
 
-``ironic``   (hosts/ironic.py) the collection moves the host itself through
+``ironic``   (hosts/ironic/) the collection moves the host itself through
              Ironic, as BMO does (shared/reference/bmo-ironic.md).
 ``external`` (hosts/external.py) something else moves it (a real BMO on the
              kubernetes store, or our ironic driver run as its own step);

@@ -18,7 +18,7 @@ def get_driver(name: str | None = "ironic", options: dict | None = None) -> base
     ironic options: ``cloud`` (clouds.yaml entry; falls back to OS_CLOUD),
     ``ironic_url`` (an Ironic endpoint with auth_type none instead of a cloud),
     ``poll`` (seconds between steps, default 2), and the lab-oriented
-    ``deploy_interface`` / ``boot_iso`` (see hosts/ironic.py).
+    ``deploy_interface`` / ``boot_iso`` (see hosts/ironic/driver.py).
     external options: ``poll``.
     """
     options = dict(options or {})

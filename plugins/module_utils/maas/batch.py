@@ -58,7 +58,7 @@ def reconcile_many(mgr, ns, *, name=None, cluster=None, delete=False, check=Fals
     dns_result = None
     if cluster:
         try:
-            dns_result = dns.reconcile_dns(store, mgr.client, cluster, ns, subnets=mgr.subnets, check=check)
+            dns_result = mgr.maas.reconcile_dns(store, cluster, ns, check=check)
         except (Requeue, NotFound):
             dns_result = None
     return {

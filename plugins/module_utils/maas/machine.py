@@ -10,6 +10,10 @@ the machine), power on only a machine MAAS says is ``off``, the DNS attachment
 of control-plane machines (the DNS reconcile runs here, every round), the
 providerID on the workload Node, then the Machine's core duties
 (capi.machine).  Deletion is in maas/machine_delete.py.
+
+This is the controller half: it reads the objects, decides and writes them; every MAAS call goes through
+the machine service (``maas/machine_service.py``), as CAPMAAS's reconciler goes through
+``pkg/maas/machine``.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.maas import (
     state,
 )
 from ansible_collections.baremetal.capi.plugins.module_utils.maas.client import MaasConflict, MaasError
+from ansible_collections.baremetal.capi.plugins.module_utils.maas.machine_service import MachineService
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 
@@ -110,7 +115,8 @@ def why_not(machines: list[dict], constraints: dict, avoid=()) -> dict[str, str]
 
 
 class MachineManager:
-    """Reconciles MaasMachines against a store, a MAAS client and the workload clusters."""
+    """Reconciles MaasMachines against a store, MAAS (through ``self.maas``, the machine service made from the
+    client) and the workload clusters."""
 
     KIND = KIND
 
@@ -118,12 +124,11 @@ class MachineManager:
         self, store, client, *, workload_kubeconfig=None, disable_swap=True, not_tags=(), subnets=None, clock=None
     ):
         self.store = store
-        self.client = client
+        self.maas = MachineService(client, subnets=subnets)  # every MAAS call
         self.workload_kubeconfig = workload_kubeconfig
         self.disable_swap = disable_swap
         # A machine remediation gave up on is tagged; allocation never picks it again.
         self.not_tags = sorted(set(not_tags or ()) | {names.MAAS_UNHEALTHY_TAG})
-        self.subnets = subnets
         self.clock = clock
 
     # -- helpers -----------------------------------------------------------------------
@@ -207,39 +212,28 @@ class MachineManager:
         constraints = maas_constraints.allocate_constraints(after, machine, self.not_tags)
         network.check(after)  # a bad staticIP is refused before a machine is taken
         if lxd.enabled(after):
-            vm = lxd.ensure_vm(self.client, after, machine, check=check)
+            vm = self.maas.compose_vm(after, machine, check=check)
             if vm is None:  # check mode, nothing composed yet
                 return Step(done=True, changed=True, message=f"would compose VM {lxd.vm_name(after)} on a VM host")
             constraints = {"system_id": vm}  # the composed VM itself
         found, avoid = [], set()
         if mm["metadata"].get("uid"):
-            found = self.client.list_machines(agent_name=agent_name(mm))
-            found = [m for m in found if m.get("status_name") in names.MAAS_STATES_OPERATIONAL]
+            found = self.maas.allocated_to(agent_name(mm))
         try:
             if found:
                 m = found[0]  # allocated by an earlier run that stopped before it saved the providerID
             else:
                 avoid = set(failed_machines(after, self._now())) - {constraints.get("system_id")}
                 if avoid and "system_id" not in constraints:
-                    # op=allocate cannot exclude a machine; GET machines/ can (not_id): allocate among the rest
-                    listed = self.client.list_machines(**constraints, status="ready", not_id=sorted(avoid))
-                    candidates = sorted(x["system_id"] for x in listed if x.get("owner") is None)
-                    if not candidates:
-                        raise MaasConflict(
-                            "no available machine matches, other than "
-                            f"{', '.join(sorted(avoid))} (deployment failed recently)",
-                            status=409,
-                            content=f"only {', '.join(sorted(avoid))} match, and their deployment failed recently",
-                        )
-                    constraints = {**constraints, "system_id": candidates}
-                m = self.client.allocate(constraints, dry_run=check, agent_name=agent_name(mm))
+                    constraints = self.maas.excluding(constraints, avoid)
+                m = self.maas.allocate(constraints, agent_name=agent_name(mm), dry_run=check)
         except MaasConflict as exc:
             self._cond(after, names.MAAS_MACHINE_DEPLOYED, False, names.MAAS_MACHINE_DEPLOYING_REASON, exc.content)
             self._save(mm, after, check)
             wanted = ", ".join(f"{k}={v}" for k, v in constraints.items() if v not in (None, "", []))
             text = f"no available MAAS machine matching {wanted}: {exc.content}"
             try:  # which machines MAAS has and why none was given: what a deadline's message needs (read only)
-                listed = self.client.list_machines()
+                listed = self.maas.list_machines()
             except (MaasError, Requeue):
                 listed = None  # the 409's own words then
             skipped = why_not(listed or [], constraints, avoid)
@@ -289,7 +283,7 @@ class MachineManager:
         """Failed deployment / Broken / unexpected release: release (if asked) and forget; the item fails."""
         if release:
             try:
-                self.client.release(m["system_id"], comment=f"{meta.ref(mm)}: {message}")
+                self.maas.release(m["system_id"], comment=f"{meta.ref(mm)}: {message}")
             except MaasConflict:
                 pass  # already releasing
         status = after.setdefault("status", {})
@@ -310,20 +304,16 @@ class MachineManager:
         secret = self.store.get("Secret", secret_name, ns)
         user_data = state.user_data_b64(secret, f"Secret {ns}/{secret_name}")
         osystem, series = state.split_image(after["spec"]["image"])
-        sid = m["system_id"]
-        static = network.check(after)
         try:
-            if static is not None:
-                network.apply(self.client, m, static)  # spectro-master: the boot interface gets staticIP first
-            if self.disable_swap and m.get("swap_size") not in (0, "0"):
-                self.client.update_machine(sid, swap_size="0")
-            return self.client.deploy(
-                sid,
+            return self.maas.deploy(
+                m,
                 user_data_b64=user_data,
                 osystem=osystem,
                 distro_series=series,
                 # CAPMAAS deploys a composed VM without ephemeral_deploy
                 ephemeral=bool(after["spec"].get("deployInMemory")) and not lxd.enabled(after),
+                static=network.check(after),
+                swap_off=self.disable_swap,
             )
         except MaasError as exc:
             # CAPMAAS: a deferred release and the providerID cleared; the next reconcile allocates another
@@ -333,7 +323,7 @@ class MachineManager:
     def _follow(self, mm, after, machine, secret_name, check) -> Step:
         spec, status = after["spec"], after.setdefault("status", {})
         sid = state.system_id_of(spec["providerID"])
-        m = self.client.read_machine(sid) if sid else None
+        m = self.maas.get_machine(sid)
         if m is None:
             self._cond(after, names.MAAS_MACHINE_DEPLOYED, False, names.MAAS_MACHINE_NOT_FOUND_REASON)
             if not check:
@@ -386,7 +376,7 @@ class MachineManager:
                     mm, after, names.MAAS_MACHINE_DEPLOYED, names.MAAS_MACHINE_POWERED_OFF_REASON, msg, check
                 )
             if m.get("power_state") == "off" and not check:
-                self.client.power_on(m["system_id"], comment=names.MAAS_POWER_ON_COMMENT)
+                self.maas.power_on(m["system_id"])
             msg = f"{m['hostname']} is Deployed and powered {m.get('power_state')}"
             return self._wait(mm, after, names.MAAS_MACHINE_DEPLOYED, names.MAAS_MACHINE_POWERED_OFF_REASON, msg, check)
         if current != names.MAAS_STATE_DEPLOYED:
@@ -411,7 +401,7 @@ class MachineManager:
             stored = self._save(mm, after, check)
             mm, after = stored, copy.deepcopy(stored)
             status = after["status"]
-            result = dns.reconcile_dns(self.store, self.client, cluster_name, ns, subnets=self.subnets, check=check)
+            result = self.maas.reconcile_dns(self.store, cluster_name, ns, check=check)
             extra["dns"] = result
             is_attached = dns.attached(after, result["after"])
             status["dnsAttached"] = is_attached

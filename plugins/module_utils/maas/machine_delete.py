@@ -33,11 +33,11 @@ def step(mgr, mm: dict, machine: dict | None, *, check: bool = False) -> Step:
     store, ns = mgr.store, meta.namespace(mm)
     after = copy.deepcopy(mm)
     sid = state.system_id_of((mm.get("spec") or {}).get("providerID"))
-    m = mgr.client.read_machine(sid) if sid else None
+    m = mgr.maas.get_machine(sid)
     cluster_name = _cluster_name(mm, machine)
     if m is not None and cluster_name and (state.is_control_plane(mm) or state.is_control_plane(machine or {})):
         try:
-            result = dns.reconcile_dns(store, mgr.client, cluster_name, ns, subnets=mgr.subnets, check=check)
+            result = mgr.maas.reconcile_dns(store, cluster_name, ns, check=check)
         except Requeue:
             result = None  # no DNS name (the MaasCluster is gone): nothing to detach from
         if result is not None and dns.attached(mm, result["after"]) and not check:
@@ -56,11 +56,11 @@ def step(mgr, mm: dict, machine: dict | None, *, check: bool = False) -> Step:
     message = "deleted"
     if m is not None and m.get("status_name") not in _GONE:
         try:
-            mgr.client.release(sid, comment=f"{meta.ref(mm)} deleted")
+            mgr.maas.release(sid, comment=f"{meta.ref(mm)} deleted")
         except MaasConflict as exc:
             raise Requeue(f"MAAS cannot release {m['hostname']} yet: {exc.content}", after=10) from None
         message = f"released {m['hostname']} ({sid})"
-    if lxd.decompose(mgr.client, mm, m):
+    if mgr.maas.decompose_vm(mm, m):
         message += f"; VM {m['hostname'] if m else lxd.vm_name(mm)} decomposed"
     mgr._cond(after, names.MAAS_MACHINE_DEPLOYED, False, names.MAAS_DELETED_REASON)
     meta.remove_finalizer(after, names.MAAS_MACHINE_FINALIZER)

@@ -19,7 +19,7 @@ import re
 from ansible_collections.baremetal.capi.plugins.module_utils import objects, runner
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Invalid, NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base, bmc
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_configdrive as cd
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic import configdrive as cd
 from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, names
 
 API_VERSION = "metal3.io/v1alpha1"

@@ -35,13 +35,14 @@ def _served(client, kind: kinds.Kind) -> bool:
     return any(r.get("name") == kind.plural for r in json.loads(resp.data).get("resources", []))
 
 
-def apply_crds(client, kinds_to_apply=None, wait: float = 60.0, check_mode: bool = False) -> dict:
+def apply_crds(client, kinds_to_apply=None, wait: float = 60.0, check_mode: bool = False, poll: float = 0.2) -> dict:
     """Create the collection's CRDs on a cluster, skipping every kind it already serves.
 
     ``client`` is a ``kubernetes`` ApiClient or a KubernetesStore.  A CRD of ours
     (label app.kubernetes.io/managed-by=baremetal.capi) whose spec moved is
     updated; one of anybody else is left alone, and when it does not serve the
     version the collection stores, Incompatible is raised before anything is written.
+    With ``wait`` (seconds) the CRDs written are read every ``poll`` seconds until Established.
     Returns {created, updated, unchanged, skipped: {name: why}}.
     """
     from kubernetes import client as k8s
@@ -91,13 +92,13 @@ def apply_crds(client, kinds_to_apply=None, wait: float = 60.0, check_mode: bool
                 ext.replace_custom_resource_definition(name, body)
             result["updated"].append(name)
         if wait and not check_mode:
-            _wait_established(ext, result["created"] + result["updated"], wait)
+            _wait_established(ext, result["created"] + result["updated"], wait, poll)
     except ApiException as exc:
         raise StoreUnavailable(f"applying CRDs: {exc.status} {exc.reason}: {exc.body}") from None
     return result
 
 
-def _wait_established(ext, names: list[str], wait: float) -> None:
+def _wait_established(ext, names: list[str], wait: float, poll: float = 0.2) -> None:
     deadline = time.monotonic() + wait
     pending = list(names)
     while pending:
@@ -111,4 +112,4 @@ def _wait_established(ext, names: list[str], wait: float) -> None:
             return
         if time.monotonic() > deadline:
             raise Timeout(f"CRDs not Established after {wait:.0f}s: {', '.join(pending)}")
-        time.sleep(0.2)
+        time.sleep(poll)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_configdrive as cd
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic import configdrive as cd
 
 URL = "http://images.example.com/ubuntu.img"
 

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic_context import NOW
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.context import NOW
 from ansible_collections.baremetal.capi.plugins.module_utils.model import names as S
 
 

@@ -9,17 +9,15 @@ seconds until the next step is useful.
 
 from __future__ import annotations
 
+import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.configdrive as cd
+import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.delete as ironic_delete
+import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.hardware as ironic_hardware
+import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.node as ironic_node
+import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.register as reg
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import (
-    base,
-    ironic_delete,
-    ironic_hardware,
-    ironic_node,
-)
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_configdrive as cd
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_register as reg
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic_context import NOW
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic_power import power
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.context import NOW
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.power import power
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
 
 S = names

@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_configdrive as cd
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_node
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_register as reg
+import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.configdrive as cd
+import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.node as ironic_node
+import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.register as reg
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
 from ansible_collections.baremetal.capi.plugins.module_utils.model import names as S
 

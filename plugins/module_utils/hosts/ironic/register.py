@@ -7,10 +7,11 @@ Runs on every step of a host in every state but "", unmanaged and deleting, as B
 
 from __future__ import annotations
 
+import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.configdrive as cd
+import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.node as ironic_node
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import bmc, ironic_node
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import ironic_configdrive as cd
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic_context import NOW, Ctx, node_name
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import bmc
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.context import NOW, Ctx, node_name
 from ansible_collections.baremetal.capi.plugins.module_utils.model import names
 
 

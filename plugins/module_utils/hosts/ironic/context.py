@@ -2,7 +2,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """What every part of the ironic driver shares: one host during one step (``Ctx``), ``NOW``, node names.
 
-The driver (ironic.py), Register, the state handlers, power and delete all work on a ``Ctx``; none of
+The driver (driver.py), Register, the state handlers, power and delete all work on a ``Ctx``; none of
 them imports another one's file for it.
 """
 

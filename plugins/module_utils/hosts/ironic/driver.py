@@ -3,11 +3,8 @@
 """The ``ironic`` host driver: the collection moves BareMetalHosts through Ironic as baremetal-operator does.
 
 Behaviour: shared/reference/bmo-ironic.md.  This file holds the driver (the
-connection per thread, one reconcile step, status bookkeeping); Register (§2.1)
-is hosts/ironic_register.py, the state handlers (§2.2, §6) hosts/ironic_actions.py,
-power (§5) hosts/ironic_power.py, deletion and deprovisioning (§6.3) hosts/ironic_delete.py, the node changes
-several states make (configureNode, provision-state changes) hosts/ironic_node.py; what they all share (one
-host during one step: ``Ctx``) hosts/ironic_context.py.
+connection per thread, one reconcile step, status bookkeeping); the rest of the
+package is listed in its ``__init__.py``.
 
 Options (``hosts.drivers.get_driver("ironic", options)``):
 
@@ -27,9 +24,10 @@ from __future__ import annotations
 import os
 import threading
 
+import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.actions as ironic_actions
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base, ironic_actions, transient
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic_context import NOW, Ctx
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base, transient
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.context import NOW, Ctx
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 
