@@ -10,7 +10,8 @@ this file. What differs (host choice and host spec on Metal3, allocate and deplo
 provider's ``machine.py`` and ``machine_delete.py``.
 
 A provider's manager gives this file its ``KIND``, a ``store``, a ``clock``, ``step(name, ns, check)``,
-``workload(cluster_name, ns)`` and the provider's delete step for one object being deleted.
+``workload(cluster_name, ns)`` and the provider's delete step for one object being deleted (its
+``machine_delete.step`` bound to the collaborators it needs).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def workload_or_none(mgr, machine: dict):
 def remove(mgr, name: str, ns: str, delete_step, *, check: bool = False, check_message: str = "") -> Step:
     """``state: absent``: delete the Machine and the infrastructure machine; ``done`` when both are gone.
 
-    ``delete_step(mgr, infra, machine)`` is the provider's reconcileDelete for its object; the Machine's own
+    ``delete_step(infra, machine)`` is the provider's reconcileDelete for its object; the Machine's own
     delete (its Node after the infrastructure machine, as Cluster API does) runs once that object is gone.
     """
     store, kind = mgr.store, mgr.KIND
@@ -95,7 +96,7 @@ def remove(mgr, name: str, ns: str, delete_step, *, check: bool = False, check_m
             store.delete(kind, name, ns)
             infra = refs.get_or_none(store, kind, name, ns)
         if infra is not None:
-            s = delete_step(mgr, infra, machine)
+            s = delete_step(infra, machine)
             if refs.get_or_none(store, kind, name, ns) is not None:
                 s.changed = True
                 return s

@@ -9,7 +9,9 @@ deploy, follow the MAAS state (Failed deployment and Broken release and forget
 the machine), power on only a machine MAAS says is ``off``, the DNS attachment
 of control-plane machines (the DNS reconcile runs here, every round), the
 providerID on the workload Node, then the Machine's core duties
-(capi.machine).  Deletion is in maas/machine_delete.py.
+(capi.machine).  Deletion is in maas/machine_delete.py (handed the store
+and the machine service, never this manager); the step's report is
+maas/state.py ``report``.
 
 This is the controller half: it reads the objects, decides and writes them; every MAAS call goes through
 the machine service (``maas/machine_service.py``), as CAPMAAS's reconciler goes through
@@ -145,21 +147,10 @@ class MachineManager:
         except NotFound:
             raise Requeue(f"waiting for the {wl.kubeconfig_secret_name(cluster_name)} Secret", after=10) from None
 
-    def _report(self, mm: dict, **extra) -> dict:
-        spec, status = mm.get("spec") or {}, mm.get("status") or {}
-        return {
-            "providerID": spec.get("providerID"),
-            "systemID": spec.get("systemID"),
-            "hostname": status.get("hostname"),
-            "machineState": status.get("machineState"),
-            "machinePowered": status.get("machinePowered"),
-            **extra,
-        }
-
     def _wait(self, mm, after, ctype, reason, message, check, after_s=5.0):
         self._cond(after, ctype, False, reason, message)
         self._save(mm, after, check)
-        return Step(changed=after != mm, message=message, requeue_after=after_s, data=self._report(after))
+        return Step(changed=after != mm, message=message, requeue_after=after_s, data=state.report(after))
 
     # -- one step ----------------------------------------------------------------------
 
@@ -171,12 +162,12 @@ class MachineManager:
         machine = infra_machine.owner_machine(self.store, mm, check=check)
         mm = self.store.get(KIND, name, ns) if not check else mm
         if meta.is_deleting(mm):
-            return machine_delete.step(self, mm, machine, check=check)
+            return self._delete(mm, machine, check=check)
         after = copy.deepcopy(mm)
         cluster = infra_machine.owning_cluster(self.store, KIND, machine)
         cluster_name = meta.name(cluster)
         if refs.is_paused(cluster, mm):
-            return Step(message="paused", requeue_after=30, data=self._report(mm))
+            return Step(message="paused", requeue_after=30, data=state.report(mm))
         cstep = capi_cluster.reconcile(self.store, cluster, clock=self.clock, check=check)
         if not cstep.done:
             return self._wait(
@@ -257,7 +248,7 @@ class MachineManager:
                 done=True,
                 changed=True,
                 message=f"would allocate {m['hostname']} ({system_id}, zone {zone})",
-                data=self._report(after, would_allocate={"system_id": system_id, "hostname": m["hostname"]}),
+                data=state.report(after, would_allocate={"system_id": system_id, "hostname": m["hostname"]}),
             )
         spec = after["spec"]
         spec["providerID"] = state.provider_id(zone, system_id)
@@ -347,7 +338,7 @@ class MachineManager:
             self._fail(mm, after, m, names.MAAS_MACHINE_TERMINATED_REASON, f"unexpectedly {current}", release=False)
         if current == names.MAAS_STATE_ALLOCATED:
             if check:
-                return Step(done=True, changed=True, message=f"would deploy {m['hostname']}", data=self._report(after))
+                return Step(done=True, changed=True, message=f"would deploy {m['hostname']}", data=state.report(after))
             m = self._deploy(mm, after, m, secret_name, check)
             current = m.get("status_name")
         zone = (m.get("zone") or {}).get("name")
@@ -409,12 +400,12 @@ class MachineManager:
                 msg = f"waiting for {m['hostname']} in DNS record {result['fqdn']}"
                 self._cond(after, names.MAAS_DNS_ATTACHED, False, names.MAAS_DNS_ATTACH_PENDING_REASON, msg)
                 stored = self._save(mm, after, check)
-                return Step(changed=stored != original, message=msg, requeue_after=2, data=self._report(after, **extra))
+                return Step(changed=stored != original, message=msg, requeue_after=2, data=state.report(after, **extra))
             self._cond(after, names.MAAS_DNS_ATTACHED, True, names.MAAS_DNS_ATTACHED_REASON)
         self._cond(after, names.READY, True, names.READY_REASON)
         if check:
             return Step(
-                done=True, changed=after != original, message=f"{m['hostname']} Deployed", data=self._report(after)
+                done=True, changed=after != original, message=f"{m['hostname']} Deployed", data=state.report(after)
             )
         stored = self._save(mm, after, check)
         client = self.workload(cluster_name, ns)
@@ -425,7 +416,7 @@ class MachineManager:
                 changed=stored != original,
                 message=f"{m['hostname']} Deployed; waiting for its Node in the workload cluster",
                 requeue_after=3,
-                data=self._report(after, **extra),
+                data=state.report(after, **extra),
             )
         pid = after["spec"]["providerID"]
         have = (node.get("spec") or {}).get("providerID")
@@ -442,7 +433,7 @@ class MachineManager:
             changed=stored != original or have != pid or mstep.changed,
             message=f"{m['hostname']} Deployed; Node {meta.name(node)}; Machine {mstep.message}",
             requeue_after=3,
-            data=self._report(after, node=meta.name(node), machinePhase=phase, **extra),
+            data=state.report(after, node=meta.name(node), machinePhase=phase, **extra),
         )
 
     # -- many at once ------------------------------------------------------------------
@@ -452,4 +443,10 @@ class MachineManager:
         return infra_machine.run(self, keys, **kw)
 
     def delete_step(self, name: str, ns: str, check: bool = False) -> Step:
-        return machine_delete.remove(self, name, ns, check=check)
+        """``state: absent``: the Machine and the MaasMachine deleted, reconcileDelete until both are gone."""
+        message = machine_delete.absent_message(refs.get_or_none(self.store, KIND, name, ns))
+        return infra_machine.remove(self, name, ns, self._delete, check=check, check_message=message)
+
+    def _delete(self, mm: dict, machine: dict | None, check: bool = False) -> Step:
+        """reconcileDelete (maas/machine_delete.py), handed this manager's store and machine service."""
+        return machine_delete.step(mm, machine, store=self.store, maas=self.maas, clock=self.clock, check=check)

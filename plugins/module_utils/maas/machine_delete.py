@@ -4,23 +4,28 @@
 
 ``step``: a control-plane machine first leaves the API's DNS record (the DNS
 reconcile runs here, so it does not wait for a cluster step), then the MAAS
-machine is released, then the finalizer goes.  ``remove`` is ``state:
-absent``: delete the Machine and the MaasMachine and step both until both are
-gone; the Machine's Node goes after the MaasMachine, as Cluster API does.
+machine is released, then the finalizer goes.  ``state: absent`` (delete the
+Machine and the MaasMachine and step both until both are gone; the Machine's
+Node goes after the MaasMachine, as Cluster API does) is the provider-neutral
+``capi.infra_machine.remove`` with this ``step``; ``absent_message`` is what
+it says in check mode.
+
+It takes its collaborators as arguments - the store, the MAAS machine service
+(maas/machine_service.py), the clock - not the MachineManager; the step's
+report is ``maas/state.py`` ``report``, as in the reconcile.
 """
 
 from __future__ import annotations
 
 import copy
 
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import infra_machine, refs
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound, Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import dns, lxd, state
 from ansible_collections.baremetal.capi.plugins.module_utils.maas.client import MaasConflict
-from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
+from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 
-KIND = "MaasMachine"
 _GONE = (names.MAAS_STATE_RELEASING, names.MAAS_STATE_READY, names.MAAS_STATE_DISK_ERASING, names.MAAS_STATE_NEW)
 
 
@@ -28,52 +33,52 @@ def _cluster_name(mm: dict, machine: dict | None) -> str | None:
     return ((machine or {}).get("spec") or {}).get("clusterName") or meta.labels(mm).get(names.CLUSTER_NAME_LABEL)
 
 
-def step(mgr, mm: dict, machine: dict | None, *, check: bool = False) -> Step:
-    """One step of reconcileDelete; ``done`` when the MaasMachine is gone."""
-    store, ns = mgr.store, meta.namespace(mm)
+def step(mm: dict, machine: dict | None, *, store, maas, clock=None, check: bool = False) -> Step:
+    """One step of reconcileDelete; ``done`` when the MaasMachine is gone.  ``maas`` is the MachineService."""
+    ns = meta.namespace(mm)
     after = copy.deepcopy(mm)
     sid = state.system_id_of((mm.get("spec") or {}).get("providerID"))
-    m = mgr.maas.get_machine(sid)
+    m = maas.get_machine(sid)
     cluster_name = _cluster_name(mm, machine)
     if m is not None and cluster_name and (state.is_control_plane(mm) or state.is_control_plane(machine or {})):
         try:
-            result = mgr.maas.reconcile_dns(store, cluster_name, ns, check=check)
+            result = maas.reconcile_dns(store, cluster_name, ns, check=check)
         except Requeue:
             result = None  # no DNS name (the MaasCluster is gone): nothing to detach from
         if result is not None and dns.attached(mm, result["after"]) and not check:
-            mgr._cond(after, names.MAAS_DNS_ATTACHED, False, names.MAAS_DNS_DETACH_PENDING_REASON)
+            conditions.set_condition(
+                after, names.MAAS_DNS_ATTACHED, False, names.MAAS_DNS_DETACH_PENDING_REASON, clock=clock
+            )
             after["status"]["dnsAttached"] = True
-            mgr._save(mm, after, check)
+            refs.save(store, mm, after, check)
             return Step(
                 changed=True,
                 message=f"waiting for {m['hostname']} to leave DNS record {result['fqdn']}",
                 requeue_after=2,
-                data=mgr._report(after, dns=result),
+                data=state.report(after, dns=result),
             )
     if check:
         what = f"would release {m['hostname']} ({sid})" if m is not None else "would be deleted"
-        return Step(done=True, changed=True, message=what, data=mgr._report(after))
+        return Step(done=True, changed=True, message=what, data=state.report(after))
     message = "deleted"
     if m is not None and m.get("status_name") not in _GONE:
         try:
-            mgr.maas.release(sid, comment=f"{meta.ref(mm)} deleted")
+            maas.release(sid, comment=f"{meta.ref(mm)} deleted")
         except MaasConflict as exc:
             raise Requeue(f"MAAS cannot release {m['hostname']} yet: {exc.content}", after=10) from None
         message = f"released {m['hostname']} ({sid})"
-    if mgr.maas.decompose_vm(mm, m):
+    if maas.decompose_vm(mm, m):
         message += f"; VM {m['hostname'] if m else lxd.vm_name(mm)} decomposed"
-    mgr._cond(after, names.MAAS_MACHINE_DEPLOYED, False, names.MAAS_DELETED_REASON)
+    conditions.set_condition(after, names.MAAS_MACHINE_DEPLOYED, False, names.MAAS_DELETED_REASON, clock=clock)
     meta.remove_finalizer(after, names.MAAS_MACHINE_FINALIZER)
     try:
         refs.write(store, mm, after)
     except NotFound:
         pass
-    return Step(done=True, changed=True, message=message, data=mgr._report(after))
+    return Step(done=True, changed=True, message=message, data=state.report(after))
 
 
-def remove(mgr, name: str, ns: str, *, check: bool = False) -> Step:
-    """``state: absent``: the Machine and the MaasMachine deleted, this file's ``step`` until both are gone."""
-    mm = refs.get_or_none(mgr.store, KIND, name, ns)
+def absent_message(mm: dict | None) -> str:
+    """What ``state: absent`` says in check mode: the MAAS machine it would release."""
     sid = state.system_id_of(((mm or {}).get("spec") or {}).get("providerID"))
-    message = f"would be deleted (MAAS machine {sid or 'none'} released)"
-    return infra_machine.remove(mgr, name, ns, step, check=check, check_message=message)
+    return f"would be deleted (MAAS machine {sid or 'none'} released)"

@@ -3,7 +3,9 @@
 """Pure functions of the MAAS flows: dicts in, dicts out, no I/O.
 
 providerID, image split, addresses, the Node a machine
-became, and which control-plane addresses the API's DNS record should hold.
+became, which control-plane addresses the API's DNS record should hold, and
+what a MaasMachine step reports (``report``: the reconcile in maas/machine.py
+and the delete in maas/machine_delete.py both return it).
 """
 
 from __future__ import annotations
@@ -170,3 +172,16 @@ def node_for_hostname(nodes: list[dict], hostname: str | None) -> dict | None:
         if name.startswith(host + "."):
             return by_name[name]
     return None
+
+
+def report(mm: dict, **extra) -> dict:
+    """A MaasMachine step's result data: providerID, system ID, hostname, MAAS state, power (and ``extra``)."""
+    spec, status = mm.get("spec") or {}, mm.get("status") or {}
+    return {
+        "providerID": spec.get("providerID"),
+        "systemID": spec.get("systemID"),
+        "hostname": status.get("hostname"),
+        "machineState": status.get("machineState"),
+        "machinePowered": status.get("machinePowered"),
+        **extra,
+    }

@@ -11,7 +11,9 @@ Machine's core duties (capi.machine).  Steps are idempotent and safe to
 interrupt; ``runner.run`` calls them until done, many machines at once.
 
 The choice of host is in metal3/choose.py, the pure host-spec functions in
-metal3/host_spec.py, deletion in metal3/machine_delete.py.
+metal3/host_spec.py, the step's report and the BMC Secret's label in
+metal3/host_ref.py, deletion in metal3/machine_delete.py (handed the store,
+the host driver and the data manager, never this manager).
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from ansible_collections.baremetal.capi.plugins.module_utils.capi import machine
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import workload as wl
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     CapiError,
-    Conflict,
     Invalid,
     NoHostAvailable,
     NotFound,
@@ -112,7 +113,7 @@ class MachineManager:
         machine = infra_machine.owner_machine(self.store, m3m, check=check)
         m3m = self.store.get(KIND, name, ns)
         if meta.is_deleting(m3m):
-            return machine_delete.step(self, m3m, machine, check=check)
+            return self._delete(m3m, machine, check=check)
         host_spec.validate(m3m)  # the webhook's rules, before anything is written for this machine
         after = copy.deepcopy(m3m)
         if machine is None:
@@ -150,7 +151,7 @@ class MachineManager:
         if paused:
             self._cond(after, names.PAUSED, True, names.PAUSED_REASON)
             self._save(m3m, after, check)
-            return Step(done=False, message="paused", requeue_after=30, data=self._report(after, host))
+            return Step(done=False, message="paused", requeue_after=30, data=host_ref.report(after, host))
         changed = self._cond(after, names.PAUSED, False, names.NOT_PAUSED_REASON)
         changed |= meta.add_finalizer(after, names.METAL3_MACHINE_FINALIZER)
         fd = (machine.get("spec") or {}).get("failureDomain")
@@ -164,14 +165,6 @@ class MachineManager:
         if host is None:
             return self._associate(m3m, after, machine, check)
         return self._normal(m3m, after, machine, m3c, host, check, changed)
-
-    def _report(self, m3m: dict, host: dict | None, **extra) -> dict:
-        return {
-            "host": meta.name(host) if host else None,
-            "host_state": hosts.state(host) if host else None,
-            "providerID": (m3m.get("spec") or {}).get("providerID"),
-            **extra,
-        }
 
     # -- associate ---------------------------------------------------------------------
 
@@ -210,9 +203,9 @@ class MachineManager:
                 done=True,
                 changed=True,
                 message=f"would associate with host {meta.name(host)}",
-                data=self._report(after, host),
+                data=host_ref.report(after, host),
             )
-        self._label_bmc_secret(host, machine["spec"]["clusterName"], add=True)
+        host_ref.label_bmc_secret(self.store, host, machine["spec"]["clusterName"], add=True)
         after["metadata"].setdefault("annotations", {})[names.HOST_ANNOTATION] = f"{ns}/{meta.name(host)}"
         self._cond(after, names.ASSOCIATE_BMH, True, reason)
         self._save(m3m, after, check)
@@ -220,26 +213,8 @@ class MachineManager:
             changed=True,
             message=f"associated with host {meta.name(host)}",
             requeue_after=0,
-            data=self._report(after, host),
+            data=host_ref.report(after, host),
         )
-
-    def _label_bmc_secret(self, host: dict, cluster_name: str, add: bool) -> None:
-        """The BMC credentials Secret gets (loses) the cluster-name label, as CAPM3 does for clusterctl move."""
-        secret_name = ((host.get("spec") or {}).get("bmc") or {}).get("credentialsName")
-        secret = refs.get_or_none(self.store, "Secret", secret_name, meta.namespace(host))
-        if secret is None:
-            return
-        labels = secret["metadata"].setdefault("labels", {})
-        if add and labels.get(names.CLUSTER_NAME_LABEL) != cluster_name:
-            labels[names.CLUSTER_NAME_LABEL] = cluster_name
-        elif not add and labels.get(names.CLUSTER_NAME_LABEL) == cluster_name:
-            del labels[names.CLUSTER_NAME_LABEL]
-        else:
-            return
-        try:
-            self.store.update(secret)
-        except Conflict:
-            pass  # re-done on the next step
 
     # -- metadata, host spec, provisioning, providerID -----------------------------------
 
@@ -285,7 +260,7 @@ class MachineManager:
         if check:
             would = not provisioned or not (machine.get("status") or {}).get("nodeRef")
             msg = f"would continue on host {meta.name(host)}" if would else f"provisioned on host {meta.name(host)}"
-            return Step(done=True, changed=would or changed, message=msg, data=self._report(after, host))
+            return Step(done=True, changed=would or changed, message=msg, data=host_ref.report(after, host))
         cluster_name = machine["spec"]["clusterName"]
 
         def update_host(h):
@@ -316,7 +291,7 @@ class MachineManager:
                 if self.fail_on_host_error and _error_of(host) != self._seen_errors.get(hosts.key(host)):
                     raise CapiError(msg, obj=meta.ref(after))
             poll = step.requeue_after if step and step.requeue_after is not None else 2
-            report = self._report(after, host, hostStatus=summary)
+            report = host_ref.report(after, host, hostStatus=summary)
             return Step(changed=True, message=msg, requeue_after=poll, data=report)
         try:
             client = self.workload(cluster_name, ns)
@@ -330,7 +305,7 @@ class MachineManager:
             # The caller only waits for the host: done, saying what the Node step waits for.
             stored = self._save(m3m, after, check)
             msg = f"host {meta.name(host)} provisioned; {exc.message}"
-            return Step(done=True, changed=stored != m3m, message=msg, data=self._report(after, host))
+            return Step(done=True, changed=stored != m3m, message=msg, data=host_ref.report(after, host))
         self._cond(after, names.READY, True, names.READY_REASON)
         stored = self._save(m3m, after, check)
         mstep = capi_machine.reconcile(
@@ -343,7 +318,7 @@ class MachineManager:
             changed=(stored is not m3m and stored != m3m) or mstep.changed,
             message=msg,
             requeue_after=5,
-            data=self._report(after, host, machinePhase=phase),
+            data=host_ref.report(after, host, machinePhase=phase),
         )
 
     # -- many at once ------------------------------------------------------------------
@@ -357,4 +332,10 @@ class MachineManager:
         return infra_machine.run(self, keys, **kw)
 
     def delete_step(self, name: str, ns: str, check: bool = False) -> Step:
-        return infra_machine.remove(self, name, ns, machine_delete.step, check=check)
+        return infra_machine.remove(self, name, ns, self._delete, check=check)
+
+    def _delete(self, m3m: dict, machine: dict | None, check: bool = False) -> Step:
+        """reconcileDelete (metal3/machine_delete.py), handed this manager's store, host driver and data manager."""
+        return machine_delete.step(
+            m3m, machine, store=self.store, driver=self.driver, data=self.data, clock=self.clock, check=check
+        )

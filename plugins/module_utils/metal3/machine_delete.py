@@ -12,6 +12,11 @@ and drop the finalizer last.
 ``state: absent`` (the Machine and the Metal3Machine deleted and stepped until
 both are gone) is the provider-neutral ``capi.infra_machine.remove`` with this
 ``step``.
+
+It takes its collaborators as arguments - the store, the host driver, the
+Metal3Data manager, the clock - not the MachineManager: what it shares with
+the reconcile (the step's report, the BMC Secret's label) is in
+metal3/host_ref.py.
 """
 
 from __future__ import annotations
@@ -67,21 +72,24 @@ def released(host: dict, cluster: dict | None, template: dict | None, reuse: str
     return new
 
 
-def step(mgr, m3m: dict, machine: dict | None, *, check: bool = False) -> Step:
-    """One step of reconcileDelete; ``done`` when the Metal3Machine is gone."""
-    store, ns, name = mgr.store, meta.namespace(m3m), meta.name(m3m)
+def step(m3m: dict, machine: dict | None, *, store, driver, data, clock=None, check: bool = False) -> Step:
+    """One step of reconcileDelete; ``done`` when the Metal3Machine is gone.
+
+    ``driver`` moves the host (hosts/), ``data`` is the DataManager that releases the Metal3Data (metal3/data.py).
+    """
+    ns, name = meta.namespace(m3m), meta.name(m3m)
     cluster_name = (machine or {}).get("spec", {}).get("clusterName") or meta.labels(m3m).get(names.CLUSTER_NAME_LABEL)
     if refs.is_paused(refs.get_or_none(store, "Cluster", cluster_name, ns), m3m):
         return Step(message="paused", requeue_after=30)  # CAPM3 checks the pause before reconcileDelete
     after = copy.deepcopy(m3m)
-    conditions.set_condition(after, names.ASSOCIATE_METADATA, False, names.DELETING_REASON, clock=mgr.clock)
+    conditions.set_condition(after, names.ASSOCIATE_METADATA, False, names.DELETING_REASON, clock=clock)
     if check:
         host = host_ref.associated_host(store, m3m)
-        return Step(done=True, changed=True, message="would be deleted", data=mgr._report(after, host))
+        return Step(done=True, changed=True, message="would be deleted", data=host_ref.report(after, host))
     # DissociateM3Metadata
     status = after.setdefault("status", {})
     if (after["spec"].get("dataTemplate") or {}).get("name"):
-        mgr.data.delete(name, ns)
+        data.delete(name, ns)
         for key, suffix in (("metaData", "-metadata"), ("networkData", "-networkdata")):
             if (status.get(key) or {}).get("name") == f"{name}{suffix}":
                 status.pop(key, None)
@@ -89,12 +97,12 @@ def step(mgr, m3m: dict, machine: dict | None, *, check: bool = False) -> Step:
     cluster = refs.get_or_none(store, "Cluster", cluster_name, ns)
     host = host_ref.associated_host(store, m3m)
     if host is not None and choose.consumed_by(host, m3m):
-        mgr._label_bmc_secret(host, cluster_name, add=False)
+        host_ref.label_bmc_secret(store, host, cluster_name, add=False)
         host = host_ref.mutate_host(store, host, lambda h: host_spec.clear_host_spec(h, m3m))
         # with no operator beside us, the host driver also finishes the power change BMO would make (settle)
-        settle = getattr(mgr.driver, "operates_hosts", False)
+        settle = getattr(driver, "operates_hosts", False)
         if host_spec.delete_must_wait(host) or hosts.has_image(host) or (settle and host_spec.power_settling(host)):
-            dstep = mgr.driver.reconcile(store, host)
+            dstep = driver.reconcile(store, host)
             host = store.get(hosts.KIND, meta.name(host), ns)
             if host_spec.delete_must_wait(host) or (settle and host_spec.power_settling(host)):
                 refs.write(store, m3m, after)
@@ -104,7 +112,7 @@ def step(mgr, m3m: dict, machine: dict | None, *, check: bool = False) -> Step:
                     changed=True,
                     message=dstep.message or f"waiting for host {meta.name(host)} to {waiting} ({summary['state']})",
                     requeue_after=dstep.requeue_after if dstep.requeue_after is not None else 2,
-                    data=mgr._report(after, host, hostStatus=summary),
+                    data=host_ref.report(after, host, hostStatus=summary),
                 )
         template = node_reuse_template(store, machine)
         reuse = choose.node_reuse_value(store, machine)
@@ -118,7 +126,7 @@ def step(mgr, m3m: dict, machine: dict | None, *, check: bool = False) -> Step:
         refs.write(store, m3m, after)
     except NotFound:
         pass
-    return Step(done=True, changed=True, message="deleted", data=mgr._report(after, host))
+    return Step(done=True, changed=True, message="deleted", data=host_ref.report(after, host))
 
 
 def _replace(target: dict, new: dict) -> bool:
