@@ -40,8 +40,9 @@ _PATTERNS = (
     r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?",
     # Go integer literals (strconv.ParseInt base 0, which go-yaml tries): any case prefix, underscores
     r"[-+]?0[bBoOxX]_?[0-9a-fA-F][0-9a-fA-F_]*|[-+]?[0-9][0-9_]*",
-    # ruamel.yaml's int and float resolvers take underscores anywhere among the digits ("-_" crashes it)
-    r"[-+]?[0-9_]+|[-+]?[0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9_]+)?",
+    # ruamel.yaml's int and float resolvers take underscores anywhere among the digits, after a 0b/0o/0x
+    # prefix too ("0o__0" is 0; "-_" and "0x__" crash it)
+    r"[-+]?[0-9_]+|[-+]?[0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9_]+)?|[-+]?0[bBoOxX][0-9a-fA-F_]*",
 )
 _AMBIGUOUS = re.compile("(?:" + "|".join(f"(?:{p})" for p in _PATTERNS) + r")\Z")
 
