@@ -110,8 +110,9 @@ def _wait_api(core, t0: float, deadline: float, errors: list) -> None:
 
 def _until_created(create, t0: float, deadline: float) -> None:
     """A create the API server may refuse for a moment after it started: kube-system is made by its own
-    system-namespaces controller shortly after it serves (404 until then)."""
+    system-namespaces controller shortly after it serves (404 until then), and it may still restart then."""
     import kubernetes
+    import urllib3
 
     while True:
         try:
@@ -121,6 +122,9 @@ def _until_created(create, t0: float, deadline: float) -> None:
             if exc.status == 409:
                 return
             if exc.status not in (404, 500, 503) or time.perf_counter() - t0 > deadline:
+                raise
+        except urllib3.exceptions.HTTPError:  # the API server restarting under kubeadm: connection refused
+            if time.perf_counter() - t0 > deadline:
                 raise
         except kubernetes.utils.FailToCreateError as exc:
             statuses = {getattr(e, "status", None) for e in exc.api_exceptions}
