@@ -32,12 +32,13 @@ INTERFACES = ("driver", "boot_interface", "deploy_interface", "management_interf
 
 
 def _retry(fn, *args, attempts: int = 5, **kwargs):
-    from openstack import exceptions
+    from keystoneauth1.exceptions import ConnectionError as ConnectFailed
+    from openstack.exceptions import HttpException
 
     for attempt in range(attempts):
         try:
             return fn(*args, **kwargs)
-        except (exceptions.ConnectionException, exceptions.HttpException) as exc:
+        except (ConnectFailed, HttpException) as exc:
             status = getattr(exc, "status_code", None)
             if attempt == attempts - 1 or (status is not None and status < 500 and status != 409):
                 raise
