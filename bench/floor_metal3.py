@@ -12,6 +12,8 @@ thing a join needs from outside and a cluster needs to be Ready - what CABPK and
 4. every worker node is deployed once it is available and the token exists;
 5. it ends when every node is active and its Node is Ready.
 
+Its deprovision undeploys and deletes the workers' nodes at once, then the control plane's (Cluster API's order).
+
 Every input is read before the clock starts: the drives, instance_info and the admin kubeconfig the
 collection stored for the same cluster, the CNI manifest.  Ironic's API may reset a connection when many
 nodes are created at once (seen at 50): each call is retried on a connection failure, as the collection
@@ -196,15 +198,25 @@ def provision(conn, template_node, drives: list, infos: list, tag: str, kubeconf
     return took, ids
 
 
-def deprovision(conn, ids: list) -> float:
-    """Undeploy and delete every node at once."""
+def is_control_plane(drive: dict) -> bool:
+    """The config drive of a control-plane node (kubeadm init, or a join with a controlPlane section)."""
+    user_data = drive.get("user_data") or ""
+    return _is_init(drive) or "controlPlane:" in user_data
+
+
+def deprovision(conn, ids: list, drives: list) -> float:
+    """Undeploy and delete the worker nodes at once, then the control-plane nodes: Cluster API's order (the
+    workers' MachineDeployments first, then the control plane), which the collection follows too."""
     bm = conn.baremetal
 
     def one(node_id):
         _retry(bm.set_node_provision_state, node_id, "deleted", wait=True, timeout=600)
         _retry(bm.delete_node, node_id)
 
+    workers = [i for i, d in zip(ids, drives, strict=True) if not is_control_plane(d)]
+    control_plane = [i for i, d in zip(ids, drives, strict=True) if is_control_plane(d)]
     t0 = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=len(ids)) as pool:
-        list(pool.map(one, ids))
+    for group in (workers, control_plane):
+        with ThreadPoolExecutor(max_workers=max(1, len(group))) as pool:
+            list(pool.map(one, group))
     return time.perf_counter() - t0

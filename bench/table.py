@@ -7,7 +7,8 @@ Numbers only, nothing here is a test.  Needs the lab (``python -m lab up``: Iron
   script doing the same Ironic work for as many nodes with the same instance_info and config drives, which the
   node simulator boots the same way (bench/floor_metal3.py: the control plane first, the joins' token and the
   CNI written into the workload cluster once it answers, then the workers, up to every Node Ready).
-- Deprovision: ``deprovision_cluster.yml`` against the floor's undeploy + delete of its nodes.
+- Deprovision: ``deprovision_cluster.yml`` against the floor's undeploy + delete of its nodes (the workers'
+  nodes first, then the control plane's, in Cluster API's order).
 - Re-run of ``provision_cluster.yml`` on the converged cluster against one read of every object of its
   namespace from the store (a python process opening the store and listing every kind).
 - Ironic API calls per machine, ours (provision + re-run + deprovision, from Ironic's API log) against the
@@ -119,15 +120,20 @@ class Cluster:
         self.inventory = str(invdir)
 
     def play(self, playbook: str, count_processes: bool = False, extra_vars: dict | None = None) -> float:
-        python = sys.executable
-        if count_processes:  # every module process starts this interpreter once
-            python = str(self.tmp / "python")
-            Path(python).write_text(f'#!/bin/sh\necho x >> {self.tmp / "processes"}\nexec {sys.executable} "$@"\n')
-            os.chmod(python, 0o755)
-        extra = json.dumps({"ansible_python_interpreter": python})
+        extra = json.dumps({"ansible_python_interpreter": sys.executable})
         argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", self.inventory,
                 str(REPO / "playbooks" / playbook), "-e", extra, "-e", json.dumps(extra_vars or {})]  # fmt: skip
         env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"))
+        if count_processes:  # every Python process the run starts (module processes) writes a line at its start
+            site = self.tmp / "count"
+            site.mkdir(exist_ok=True)
+            (site / "sitecustomize.py").write_text(
+                "import sys\n"
+                "if not sys.argv[0].endswith('ansible-playbook'):\n"
+                f"    open({str(self.tmp / 'processes')!r}, 'a').write(repr(sys.argv[:1]) + '\\n')\n"
+            )
+            (self.tmp / "processes").write_text("")
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), env.get("PYTHONPATH")) if p)
         t0 = time.perf_counter()
         proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, check=False)
         took = time.perf_counter() - t0
@@ -184,7 +190,7 @@ def bench_metal3(n: int, reps: int) -> None:
             ours["provision"].append(c.play("provision_cluster.yml"))
             ours["rerun"].append(c.play("provision_cluster.yml", count_processes=True))
             processes = len((c.tmp / "processes").read_text().splitlines())
-            print(f"  rep {rep}: the re-run started {processes} module processes", flush=True)
+            print(f"  rep {rep}: the re-run started {processes} Python processes", flush=True)
             floor["rerun"].append(one_read(c.db, c.ns))
             store = SqliteStore(c.db)
             hosts = store.list("BareMetalHost", c.ns)
@@ -206,7 +212,7 @@ def bench_metal3(n: int, reps: int) -> None:
             mac_prefix = f"52:54:03:{int(tag[:2], 16):02x}:{int(tag[2:4], 16):02x}"
             took, ids = floor_metal3.provision(conn, template, drives, infos, tag, kubeconfig, cni, mac_prefix)
             floor["provision"].append(took)
-            floor["deprovision"].append(floor_metal3.deprovision(conn, ids))
+            floor["deprovision"].append(floor_metal3.deprovision(conn, ids, drives))
             calls, disc, offset = ironic_calls(log, offset)
             floor["calls"].append(calls / n)
             print(f"  rep {rep}: floor provision {floor['provision'][-1]:.1f}s deprovision "

@@ -16,7 +16,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.store.base import o
 REPO = Path(__file__).resolve().parents[3]
 
 
-def run_play(tmp_path, tasks: list, extra: dict | None = None) -> subprocess.CompletedProcess:
+def run_play(tmp_path, tasks: list, extra: dict | None = None, verbosity: int = 0) -> subprocess.CompletedProcess:
     """ansible-playbook on one play of ``tasks`` against this work tree's collection, with no store in the
     environment and the default store under ``tmp_path/default-state``."""
     book = [{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]
@@ -33,6 +33,7 @@ def run_play(tmp_path, tasks: list, extra: dict | None = None) -> subprocess.Com
         env.pop(var, None)
     extra = {"ansible_python_interpreter": sys.executable, **(extra or {})}
     argv = [str(Path(sys.executable).with_name("ansible-playbook")), str(path), "-e", json.dumps(extra)]
+    argv += ["-" + "v" * verbosity] if verbosity else []
     return subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
 
 

@@ -1,0 +1,117 @@
+"""Modules run in the ansible-playbook worker (plugins/plugin_utils/in_process.py) give what a module process
+gives: the same tasks run once in the worker and once as module processes (a task ``environment`` sends a task
+to a module process) and their registered results compared, on a sqlite store of the test's own."""
+
+from __future__ import annotations
+
+import json
+
+from tests.unit.roles.test_role_store import run_play
+
+VOLATILE = {"uid", "creationTimestamp", "resourceVersion"}
+SECRET_VALUE = "s3cr3t-in-process-value"
+
+
+def _steady(value):
+    """The result without what differs between two runs (uids, timestamps, resourceVersions)."""
+    if isinstance(value, dict):
+        return {k: _steady(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [_steady(v) for v in value]
+    return value
+
+
+def _tasks(store: dict, environment: dict, out: str) -> list:
+    def task(name: str, module: str, args: dict, **extra) -> dict:
+        return {"name": name, module: args, "environment": environment, **extra}
+
+    return [
+        task(
+            "create",
+            "baremetal.capi.object",
+            {"kind": "ConfigMap", "name": "cm", "definition": {"data": {"a": "1"}}, "store": store},
+            register="created",
+        ),
+        task(
+            "update with a diff",
+            "baremetal.capi.object",
+            {"kind": "ConfigMap", "name": "cm", "definition": {"data": {"a": "2"}}, "store": store},
+            register="updated",
+            diff=True,
+        ),
+        task(
+            "update in check mode",
+            "baremetal.capi.object",
+            {"kind": "ConfigMap", "name": "cm", "definition": {"data": {"a": "3"}}, "store": store},
+            register="planned",
+            check_mode=True,
+            diff=True,
+        ),
+        task(
+            "a Secret",
+            "baremetal.capi.object",
+            {"kind": "Secret", "name": "sec", "definition": {"stringData": {"password": SECRET_VALUE}}, "store": store},
+            register="secret",
+        ),
+        task("read", "baremetal.capi.object_info", {"kind": "ConfigMap", "store": store}, register="read"),
+        task(
+            "a bad kind",
+            "baremetal.capi.object",
+            {"kind": "Nope", "name": "x", "store": store},
+            register="bad",
+            ignore_errors=True,
+        ),
+        task(
+            "a plan for two clusters an earlier task would create",
+            "baremetal.capi.kubeadm_bootstrap",
+            {"cluster": "{{ item }}", "store": store},
+            loop=["missing-1", "missing-2"],
+            register="looped",
+            check_mode=True,
+        ),
+        {
+            "name": "results",
+            "ansible.builtin.copy": {
+                "dest": out,
+                "content": "{{ {'created': created, "
+                "'updated': updated, 'planned': planned, 'secret': secret, 'read': read, 'bad': bad, "
+                "'looped': looped} | to_json }}",
+            },
+        },
+    ]
+
+
+def _run(tmp_path, name: str, environment: dict) -> tuple[dict, str]:
+    store = {"kind": "sqlite", "path": str(tmp_path / f"{name}.db"), "namespace": "ns1"}
+    out = tmp_path / f"{name}.json"
+    proc = run_play(tmp_path, _tasks(store, environment, str(out)), verbosity=3)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
+    return json.loads(out.read_text()), proc.stdout + proc.stderr
+
+
+def test_a_module_in_the_worker_returns_what_its_process_returns(tmp_path):
+    in_worker, worker_log = _run(tmp_path, "worker", {})
+    in_process, process_log = _run(tmp_path, "process", {"BAREMETAL_CAPI_TEST_VAR": "1"})
+
+    # the first ran every task in the worker, the second none
+    assert worker_log.count("run in the controller process") >= 8
+    assert "run in the controller process" not in process_log
+    assert "AnsiballZ_object.py" in process_log and "AnsiballZ_object.py" not in worker_log
+
+    for key in ("created", "updated", "planned", "secret", "read", "bad"):
+        assert _steady(in_worker[key]) == _steady(in_process[key]), key
+    assert in_worker["created"]["changed"] is True and in_worker["read"]["objects"][0]["data"] == {"a": "2"}
+    assert in_worker["updated"]["diff"]["before"]["data"] == {"a": "1"}
+    assert in_worker["updated"]["diff"]["after"]["data"] == {"a": "2"}
+    assert in_worker["planned"]["changed"] is True and in_worker["planned"]["object"]["data"] == {"a": "3"}
+    assert in_worker["bad"]["failed"] is True and "unknown kind 'Nope'" in in_worker["bad"]["msg"]
+    # the Secret's value reaches neither the result nor the -vvv output
+    assert SECRET_VALUE not in json.dumps(in_worker["secret"]) and SECRET_VALUE not in worker_log
+
+    # each loop item has its own warnings, not those of the item before it (a warning is shown once)
+    w_items, p_items = in_worker["looped"]["results"], in_process["looped"]["results"]
+    assert [i["msg"] for i in w_items] == [i["msg"] for i in p_items]
+    assert all(i["changed"] is True and not i.get("failed") for i in w_items)
+    for name in ("missing-1", "missing-2"):
+        warning = f'check mode: Cluster ns1/{name}: clusters.cluster.x-k8s.io "{name}" not found'
+        assert worker_log.count(warning) == process_log.count(warning) == 1, name
