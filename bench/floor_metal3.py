@@ -8,7 +8,9 @@ thing a join needs from outside and a cluster needs to be Ready - what CABPK and
 1. every node is registered, managed and provided at once (instance_info set);
 2. the control-plane node (the config drive with the InitConfiguration) is deployed as soon as it is
    available;
-3. once the workload API answers: the joins' bootstrap-token Secret and the CNI manifest are written there;
+3. once the control plane is initialized - kubeadm init has uploaded ``kube-system/kubeadm-config``, KCP's rule,
+   before which Cluster API makes no join data - the joins' bootstrap-token Secret and the CNI manifest are
+   written there;
 4. every worker node is deployed once it is available and the token exists;
 5. it ends when every node is active and its Node is Ready.
 
@@ -96,11 +98,12 @@ def _ready_nodes(core) -> int:
 
 
 def _wait_api(core, t0: float, deadline: float, errors: list) -> None:
-    """Until the workload API answers: once the control plane's kubeadm init ran on its host."""
+    """Until kubeadm init on the control-plane host has uploaded kube-system/kubeadm-config: what KubeadmControlPlane
+    reads as "control plane initialized", before which CABPK makes no join data (so no worker is deployed)."""
     last = None
     while not errors:
         try:
-            core.list_namespace(_request_timeout=2)
+            core.read_namespaced_config_map("kubeadm-config", "kube-system", _request_timeout=2)
             return
         except Exception as exc:  # noqa: BLE001 - not up yet
             if type(exc) is not type(last):

@@ -6,7 +6,8 @@ Numbers only, nothing here is a test.  Needs the lab (``python -m lab up``: Iron
   node simulator booting every host through kubeadm, up to every Node Ready) against a plain openstacksdk
   script doing the same Ironic work for as many nodes with the same instance_info and config drives, which the
   node simulator boots the same way (bench/floor_metal3.py: the control plane first, the joins' token and the
-  CNI written into the workload cluster once it answers, then the workers, up to every Node Ready).
+  CNI written into the workload cluster once kubeadm init has uploaded its kubeadm-config, then the workers, up
+  to every Node Ready).
 - Deprovision: ``deprovision_cluster.yml`` against the floor's undeploy + delete of its nodes (the workers'
   nodes first, then the control plane's, in Cluster API's order).
 - Re-run of ``provision_cluster.yml`` on the converged cluster against one read of every object of its

@@ -45,11 +45,23 @@ def cluster_machines(store, cluster_name: str, ns: str) -> list[dict]:
     return store.list("Machine", ns, {"matchLabels": {names.CLUSTER_NAME_LABEL: cluster_name}})
 
 
-def _mark_initialized(store, cluster: dict, machines: list[dict], check: bool) -> tuple[dict, bool]:
-    """KCP sets controlPlaneInitialized once the workload cluster answers; a control-plane Node shows it."""
+def _kubeadm_init_done(machines: list[dict], workload) -> bool:
+    """KCP's rule: kubeadm init has uploaded kube-system/kubeadm-config to the workload cluster
+    (ClusterStatus.HasKubeadmConfig); asked only while a control-plane Machine exists."""
+    if workload is None or not any(kubeadm.is_control_plane(m) for m in machines):
+        return False
+    try:
+        return workload.has_kubeadm_config()
+    except CapiError:  # the workload API does not answer yet
+        return False
+
+
+def _mark_initialized(store, cluster: dict, machines: list[dict], check: bool, workload=None) -> tuple[dict, bool]:
+    """KCP sets controlPlaneInitialized once kubeadm init has uploaded its configuration to the workload cluster;
+    the joins' bootstrap data waits for it (CABPK)."""
     if kubeadm.control_plane_initialized(cluster):
         return cluster, False
-    if not any(kubeadm.is_control_plane(m) and (m.get("status") or {}).get("nodeRef") for m in machines):
+    if not _kubeadm_init_done(machines, workload):
         return cluster, False
     if check:
         return cluster, True
@@ -171,7 +183,8 @@ class Converger:
             topo_done &= step.done
             messages.append(f"{obj['kind']} {meta.name(obj)}: {step.message}")
         machines = cluster_machines(store, self.cluster_name, ns)
-        cluster, init_changed = _mark_initialized(store, cluster, machines, check)
+        init_workload = None if kubeadm.control_plane_initialized(cluster) else self._client()
+        cluster, init_changed = _mark_initialized(store, cluster, machines, check, init_workload)
         changed |= init_changed
         changed |= addons.reconcile_cluster(store, cluster, workload=self._client(), check=check)
         configs = bootstrap_cluster.reconcile_configs(

@@ -207,6 +207,16 @@ class WorkloadClient:
     def set_provider_id(self, name: str, provider_id: str) -> dict:
         return self.patch_node(name, {"spec": {"providerID": provider_id}})
 
+    def has_kubeadm_config(self) -> bool:
+        """kube-system/kubeadm-config exists: kubeadm init has uploaded its configuration (KCP's
+        ClusterStatus.HasKubeadmConfig, what marks the control plane initialized)."""
+        try:
+            self._call("ConfigMap kube-system/kubeadm-config", self._core.read_namespaced_config_map,
+                       "kubeadm-config", "kube-system")  # fmt: skip
+        except NotFound:
+            return False
+        return True
+
     def delete_node(self, name: str) -> bool:
         """Delete the Node; False if it was already gone."""
         try:
