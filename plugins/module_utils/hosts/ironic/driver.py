@@ -99,20 +99,28 @@ class IronicDriver:
         self._local = threading.local()
         self._conns: list = []
         self._lock = threading.Lock()
+        # keystoneauth's version discovery answers (GET / and GET /v1/), shared by the per-thread connections:
+        # one discovery for the driver, not one per thread
+        self._discovery_cache: dict = {}
         self.transient = transient.Tracker("Ironic", base=max(self.poll / 2, 0.5))
 
     # -- connections: openstacksdk connections are not thread-safe; one per thread --
     def conn(self):
         c = getattr(self._local, "conn", None)
         if c is None:
-            import openstack
+            import openstack.config
+            from openstack import connection
 
             # 0 retries: a 409 is BMO's "busy, requeue", not something to sleep on inside a step
             kwargs = {"baremetal_status_code_retries": 0}
             if self.ironic_url:
-                c = openstack.connect(auth_type="none", baremetal_endpoint_override=self.ironic_url, **kwargs)
+                region = openstack.config.get_cloud_region(
+                    auth_type="none", baremetal_endpoint_override=self.ironic_url, **kwargs
+                )
             else:
-                c = openstack.connect(cloud=self.cloud, **kwargs)
+                region = openstack.config.get_cloud_region(cloud=self.cloud, **kwargs)
+            region._discovery_cache = self._discovery_cache  # as openstacksdk's own Connection.connect_as does
+            c = connection.Connection(config=region)
             _discover(c)
             self._local.conn = c
             with self._lock:

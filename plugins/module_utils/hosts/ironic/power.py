@@ -9,13 +9,10 @@ from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.contex
 from ansible_collections.baremetal.capi.plugins.module_utils.model import names as S
 
 
-def _refresh(ctx):
-    ctx.node = ctx.conn.baremetal.get_node(ctx.node.id)
-    return ctx.node
-
-
 def power(ctx):
-    node, bm = _refresh(ctx), ctx.conn.baremetal
+    """``ctx.node`` is this pass's read of the node (register() read it, or took it from the answer to its own
+    patch): its power state is not read again."""
+    node, bm = ctx.node, ctx.conn.baremetal
     if node.power_state in ("power on", "power off"):
         powered = node.power_state == "power on"
         if ctx.status.get("poweredOn") != powered:
