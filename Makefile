@@ -103,7 +103,7 @@ demo: venv
 
 # One table, ours / floor / ratio (bench/table.py; needs `python -m lab up`). The bench_*.py scripts run alone.
 bench: venv
-	nice -n 10 $(PY) bench/table.py
+	nice -n 10 $(PY) bench/table.py --fleet 200
 
 clean:
 	rm -rf build tests/output .pytest_cache .ruff_cache

@@ -8,8 +8,8 @@ What the controllers do, for one Cluster (``round`` does each once; ``converge``
 1. the Cluster marks its infrastructure provisioned (capi.cluster);
 2. the KubeadmControlPlane and every MachineDeployment take one step
    (capi.topology: create or delete at most what that controller would);
-3. the Cluster's ``controlPlaneInitialized`` is set once a control-plane
-   Machine has a Node (the workload API answers then);
+3. the Cluster's ``controlPlaneInitialized`` is set once kubeadm init has
+   uploaded ``kube-system/kubeadm-config`` to the workload cluster (KCP's rule);
 4. every KubeadmConfig without data gets it (bootstrap.kubeadm), joins with a
    bootstrap token written into the workload cluster;
 5. every infrastructure machine takes one provider step (Metal3 or MAAS
