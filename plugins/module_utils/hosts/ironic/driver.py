@@ -102,6 +102,8 @@ class IronicDriver:
         # keystoneauth's version discovery answers (GET / and GET /v1/), shared by the per-thread connections:
         # one discovery for the driver, not one per thread
         self._discovery_cache: dict = {}
+        # (node id, MAC) pairs whose port register() has found or made in this driver's life
+        self.ports_checked: set = set()
         self.transient = transient.Tracker("Ironic", base=max(self.poll / 2, 0.5))
 
     # -- connections: openstacksdk connections are not thread-safe; one per thread --

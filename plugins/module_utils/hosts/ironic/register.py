@@ -140,13 +140,17 @@ def register(ctx: Ctx):
         "inspect failed",
         "error",
     ):
-        mine = {p.address.lower() for p in bm.ports(node_id=node.id)}
-        if mac not in mine:
-            other = list(bm.ports(address=mac, details=True))
-            if other:
-                return ctx.set_error(names.BMH_ERROR_REGISTRATION, f"MAC address {mac} conflicts with another node")
-            bm.create_port(node_uuid=node.id, address=mac, is_pxe_enabled=True)
-            ctx.say(f"created port {mac}")
+        # checked once per node and MAC in a driver's life (one task): a port does not come and go by itself, and
+        # listing it on every step was a fifth of the task's Ironic calls
+        if (node.id, mac) not in ctx.driver.ports_checked:
+            mine = {p.address.lower() for p in bm.ports(node_id=node.id)}
+            if mac not in mine:
+                other = list(bm.ports(address=mac, details=True))
+                if other:
+                    return ctx.set_error(names.BMH_ERROR_REGISTRATION, f"MAC address {mac} conflicts with another node")
+                bm.create_port(node_uuid=node.id, address=mac, is_pxe_enabled=True)
+                ctx.say(f"created port {mac}")
+            ctx.driver.ports_checked.add((node.id, mac))
     if state == "enroll":
         retrying = ctx.status.get("errorType") == names.BMH_ERROR_REGISTRATION
         if node.last_error and not retrying and not creds_changed:
