@@ -107,7 +107,7 @@ def _wait_api(core, t0: float, deadline: float, errors: list) -> None:
             return
         except Exception as exc:  # noqa: BLE001 - not up yet
             if type(exc) is not type(last):
-                print(f"  floor: workload API: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+                print(f"  floor: workload API: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}", flush=True)
             last = exc
             if time.perf_counter() - t0 > deadline:
                 raise SystemExit(f"floor: the workload API never answered: {last}") from None
