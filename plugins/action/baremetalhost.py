@@ -18,6 +18,8 @@ import time
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.baremetal.capi.plugins.plugin_utils.in_process import LOCAL
+
 display = Display()
 
 
@@ -33,7 +35,7 @@ class ActionModule(ActionBase):
         )
 
         result = super().run(tmp, task_vars)
-        if self._connection.transport not in ("local", "ansible.builtin.local"):
+        if self._connection.transport not in LOCAL:
             result.update(self._execute_module(task_vars=task_vars))
             return result
         validation, params = self.validate_argument_spec(

@@ -21,6 +21,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.baremetal.capi.plugins.module_utils.progress import progress_line
+from ansible_collections.baremetal.capi.plugins.plugin_utils.in_process import LOCAL
 
 display = Display()
 
@@ -40,7 +41,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        if self._connection.transport not in ("local", "ansible.builtin.local"):
+        if self._connection.transport not in LOCAL:
             result.update(self._execute_module(task_vars=task_vars))
             return result
         validation, params = self.validate_argument_spec(argument_spec=_argument_spec())

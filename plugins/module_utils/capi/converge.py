@@ -183,10 +183,10 @@ class Converger:
             topo_done &= step.done
             messages.append(f"{obj['kind']} {meta.name(obj)}: {step.message}")
         machines = cluster_machines(store, self.cluster_name, ns)
-        init_workload = None if kubeadm.control_plane_initialized(cluster) else self._client()
-        cluster, init_changed = _mark_initialized(store, cluster, machines, check, init_workload)
+        workload = self._client()
+        cluster, init_changed = _mark_initialized(store, cluster, machines, check, workload)
         changed |= init_changed
-        changed |= addons.reconcile_cluster(store, cluster, workload=self._client(), check=check)
+        changed |= addons.reconcile_cluster(store, cluster, workload=workload, check=check)
         configs = bootstrap_cluster.reconcile_configs(
             store,
             cluster,

@@ -25,42 +25,17 @@ def _tasks(store: dict, environment: dict, out: str) -> list:
     def task(name: str, module: str, args: dict, **extra) -> dict:
         return {"name": name, module: args, "environment": environment, **extra}
 
+    def obj(name: str, kind: str, obj_name: str, definition: dict, register: str, **extra) -> dict:
+        args = {"kind": kind, "name": obj_name, "definition": definition, "store": store}
+        return task(name, "baremetal.capi.object", args, register=register, **extra)
+
     return [
-        task(
-            "create",
-            "baremetal.capi.object",
-            {"kind": "ConfigMap", "name": "cm", "definition": {"data": {"a": "1"}}, "store": store},
-            register="created",
-        ),
-        task(
-            "update with a diff",
-            "baremetal.capi.object",
-            {"kind": "ConfigMap", "name": "cm", "definition": {"data": {"a": "2"}}, "store": store},
-            register="updated",
-            diff=True,
-        ),
-        task(
-            "update in check mode",
-            "baremetal.capi.object",
-            {"kind": "ConfigMap", "name": "cm", "definition": {"data": {"a": "3"}}, "store": store},
-            register="planned",
-            check_mode=True,
-            diff=True,
-        ),
-        task(
-            "a Secret",
-            "baremetal.capi.object",
-            {"kind": "Secret", "name": "sec", "definition": {"stringData": {"password": SECRET_VALUE}}, "store": store},
-            register="secret",
-        ),
+        obj("create", "ConfigMap", "cm", {"data": {"a": "1"}}, "created"),
+        obj("update with a diff", "ConfigMap", "cm", {"data": {"a": "2"}}, "updated", diff=True),
+        obj("update in check mode", "ConfigMap", "cm", {"data": {"a": "3"}}, "planned", check_mode=True, diff=True),
+        obj("a Secret", "Secret", "sec", {"stringData": {"password": SECRET_VALUE}}, "secret"),
         task("read", "baremetal.capi.object_info", {"kind": "ConfigMap", "store": store}, register="read"),
-        task(
-            "a bad kind",
-            "baremetal.capi.object",
-            {"kind": "Nope", "name": "x", "store": store},
-            register="bad",
-            ignore_errors=True,
-        ),
+        obj("a bad kind", "Nope", "x", {}, "bad", ignore_errors=True),
         task(
             "a plan for two clusters an earlier task would create",
             "baremetal.capi.kubeadm_bootstrap",
