@@ -206,12 +206,23 @@ class Converger:
         name = meta.name(machine)
         if meta.is_deleting(machine):
             obj = refs.get_ref(store, infra, ns) if infra.get("name") else None
+            infra_changed = False
             if obj is not None and meta.is_deleting(obj):
-                return self.manager.step(infra["name"], ns, check=check)
+                step = self.manager.step(infra["name"], ns, check=check)
+                if check or not step.done:
+                    return step
+                infra_changed = step.changed
+                # the infrastructure machine is gone: the Machine's deletion goes on at once, as the watch on it
+                # wakes Cluster API's Machine controller
+                machine = refs.get_or_none(store, "Machine", name, ns)
+                if machine is None:
+                    return step
             # Cluster API's Machine reconcileDelete deletes the infrastructure machine itself: the provider's
             # normal flow (which would reach it) stops short for a machine that never got a host or a MAAS
             # machine ("No available host"), and deprovisioning waited on it forever.
-            return capi_machine.reconcile_delete(store, machine, workload=self._client(), check=check)
+            out = capi_machine.reconcile_delete(store, machine, workload=self._client(), check=check)
+            out.changed = out.changed or infra_changed
+            return out
         if infra.get("kind") != self.infra_kind or not infra.get("name"):
             return runner.Step(done=True, message=f"{name}: infrastructure {infra.get('kind')} is not ours")
         return self.manager.step(infra["name"], ns, check=check)

@@ -384,13 +384,18 @@ def reconcile_delete(store, machine: dict, *, workload=None, clock=None, check: 
         reason = names.DELETING_WAITING_FOR_PRE_TERMINATE_HOOK_REASON
         conditions.set_condition(after, names.DELETING, True, reason, message, clock=clock)
         return progress(message)
-    for ref in (infra_ref, (machine["spec"].get("bootstrap") or {}).get("configRef")):
+    # Both deletions asked in one pass (reconcileDeleteBootstrap, then reconcileDeleteInfrastructure); the Machine
+    # waits for the infrastructure machine first, then for the bootstrap config.
+    waiting = []
+    for ref in ((machine["spec"].get("bootstrap") or {}).get("configRef"), infra_ref):
         obj = refs.get_ref(store, ref, ns)
-        if obj is None:
-            continue
-        if not meta.is_deleting(obj) and not check:
+        if obj is not None and not meta.is_deleting(obj) and not check:
             store.delete(obj["kind"], meta.name(obj), ns)
-        return progress(f"waiting for {obj['kind']} {meta.name(obj)} to be deleted")
+            obj = refs.get_ref(store, ref, ns)  # gone at once when no finalizer holds it
+        if obj is not None:
+            waiting.insert(0, obj)
+    if waiting:
+        return progress(f"waiting for {waiting[0]['kind']} {meta.name(waiting[0])} to be deleted")
     if allowed and node_name:
         client = workload_for(store, machine, workload)
         try:

@@ -20,6 +20,38 @@ def node_name(namespace: str, name: str) -> str:
     return f"{namespace}~{name}"  # BMO ironic.go:1836
 
 
+# Calls of openstacksdk's baremetal proxy that read; any other call may change the node.
+_READS = frozenset({"get", "get_node", "get_node_inventory", "get_endpoint_data", "nodes", "ports", "get_port"})
+
+
+class _Baremetal:
+    """The connection's baremetal proxy, seen through one step: a call that is not a read makes the step's
+    read of the node stale, so the next ``find_node`` reads it again."""
+
+    def __init__(self, ctx: Ctx, bm):
+        self._ctx, self._bm = ctx, bm
+
+    def __getattr__(self, name):
+        attr = getattr(self._bm, name)
+        if name in _READS or not callable(attr):
+            return attr
+
+        def write(*args, **kwargs):
+            self._ctx.node_read = None
+            return attr(*args, **kwargs)
+
+        return write
+
+
+class _Conn:
+    def __init__(self, ctx: Ctx, conn):
+        self._conn = conn
+        self.baremetal = _Baremetal(ctx, conn.baremetal)
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -28,7 +60,11 @@ class Ctx:
     """One host during one step: the object, the status being built, the node."""
 
     def __init__(self, driver, store, host: dict, conn):
-        self.driver, self.store, self.conn = driver, store, conn
+        self.driver, self.store = driver, store
+        self.conn = _Conn(self, conn)
+        # this step's read of the node while nothing was asked of Ironic since: the next action of the same
+        # step uses it instead of reading the node again (a state change of the host alone asks Ironic nothing)
+        self.node_read = None
         self.host = host
         self.status = meta.deepcopy(host.get("status") or {})
         self.status.setdefault("provisioning", {})

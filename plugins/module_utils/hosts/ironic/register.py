@@ -34,12 +34,15 @@ def credentials(ctx: Ctx, access: bmc.Access) -> tuple[str, str, str | None]:
 def find_node(ctx: Ctx):
     from openstack import exceptions as osexc
 
+    if ctx.node_read is not None:
+        return ctx.node_read
     bm = ctx.conn.baremetal
     for ident in (ctx.status["provisioning"].get("ID"), node_name(ctx.ns, ctx.name)):
         if not ident:
             continue
         try:
-            return bm.get_node(ident)
+            ctx.node_read = bm.get_node(ident)
+            return ctx.node_read
         except osexc.NotFoundException:
             continue
     mac = ctx.spec.get("bootMACAddress")
