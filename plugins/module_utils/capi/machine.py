@@ -384,8 +384,8 @@ def reconcile_delete(store, machine: dict, *, workload=None, clock=None, check: 
         reason = names.DELETING_WAITING_FOR_PRE_TERMINATE_HOOK_REASON
         conditions.set_condition(after, names.DELETING, True, reason, message, clock=clock)
         return progress(message)
-    # Both deletions asked in one pass (reconcileDeleteBootstrap, then reconcileDeleteInfrastructure); the Machine
-    # waits for the infrastructure machine first, then for the bootstrap config.
+    # Both deletions asked in one pass (reconcileDeleteBootstrap, then reconcileDeleteInfrastructure); the message
+    # names the infrastructure machine while it is there (asked last, so the last one still there).
     waiting = []
     for ref in ((machine["spec"].get("bootstrap") or {}).get("configRef"), infra_ref):
         obj = refs.get_ref(store, ref, ns)
@@ -393,9 +393,9 @@ def reconcile_delete(store, machine: dict, *, workload=None, clock=None, check: 
             store.delete(obj["kind"], meta.name(obj), ns)
             obj = refs.get_ref(store, ref, ns)  # gone at once when no finalizer holds it
         if obj is not None:
-            waiting.insert(0, obj)
+            waiting.append(obj)
     if waiting:
-        return progress(f"waiting for {waiting[0]['kind']} {meta.name(waiting[0])} to be deleted")
+        return progress(f"waiting for {waiting[-1]['kind']} {meta.name(waiting[-1])} to be deleted")
     if allowed and node_name:
         client = workload_for(store, machine, workload)
         try:
