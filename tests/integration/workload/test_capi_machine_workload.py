@@ -28,6 +28,13 @@ def _provisioned_world(store, workload_kubeconfig, provider_id, *, extra_cp=Fals
     return addresses
 
 
+def _hold_infra(store, held=True):
+    """The infrastructure machine's finalizer, as the Metal3Machine flow holds it until its host is released."""
+    m3m = store.get("Metal3Machine", "m1", "default")
+    m3m["metadata"]["finalizers"] = [names.METAL3_MACHINE_FINALIZER] if held else []
+    store.update(m3m)
+
+
 def test_reconcile_to_running_then_idempotent(store, workload, workload_kubeconfig):
     provider_id = f"metal3://default/h-{uuid.uuid4().hex[:6]}/m1"
     addresses = _provisioned_world(store, workload_kubeconfig, provider_id)
@@ -71,10 +78,7 @@ def test_delete_removes_node_after_infrastructure_then_finalizer(store, workload
     _provisioned_world(store, workload_kubeconfig, provider_id, extra_cp=True)
     node = workload.make_node(provider_id=provider_id)
     assert capi_machine.reconcile(store, store.get("Machine", "m1", "default")).done
-    # The infrastructure machine holds a finalizer, as the Metal3Machine flow would.
-    m3m = store.get("Metal3Machine", "m1", "default")
-    m3m["metadata"].setdefault("finalizers", []).append(names.METAL3_MACHINE_FINALIZER)
-    store.update(m3m)
+    _hold_infra(store)
 
     store.delete("Machine", "m1", "default")
     step = capi_machine.reconcile(store, store.get("Machine", "m1", "default"))
@@ -83,9 +87,7 @@ def test_delete_removes_node_after_infrastructure_then_finalizer(store, workload
     assert workload.get_node(node["metadata"]["name"]) is not None  # the Node waits for the infra machine
     assert store.get("Machine", "m1", "default")["status"]["phase"] == "Deleting"
 
-    m3m = store.get("Metal3Machine", "m1", "default")
-    m3m["metadata"]["finalizers"] = []
-    store.update(m3m)  # the infrastructure machine goes
+    _hold_infra(store, held=False)  # the infrastructure machine goes
     step = capi_machine.reconcile(store, store.get("Machine", "m1", "default"))
     assert step.done, step.message
     assert workload.get_node(node["metadata"]["name"]) is None
@@ -127,6 +129,7 @@ def test_delete_drains_the_node_and_waits_for_volumes_before_the_infrastructure(
     node = workload.make_node(provider_id=provider_id)
     node_name = node["metadata"]["name"]
     assert capi_machine.reconcile(store, store.get("Machine", "m1", "default")).done
+    _hold_infra(store)
     core = workload.core_v1()
     api = core.api_client
     ns = f"drain-{uuid.uuid4().hex[:6]}"
@@ -194,6 +197,9 @@ def test_delete_drains_the_node_and_waits_for_volumes_before_the_infrastructure(
         k8s.StorageV1Api(api).delete_volume_attachment(va_name)
         step = round_()
         assert "Metal3Machine m1" in step.message, step.message  # now the infrastructure machine goes
+        assert workload.get_node(node_name) is not None  # the Node waits for it
+        _hold_infra(store, held=False)
+        step = round_()
         while not step.done:
             step = round_()
         assert workload.get_node(node_name) is None
@@ -217,6 +223,7 @@ def test_drain_skips_daemonset_pods_and_honours_exclusion_and_timeout(store, wor
     _provisioned_world(store, workload_kubeconfig, provider_id, extra_cp=True)
     node = workload.make_node(provider_id=provider_id)
     assert capi_machine.reconcile(store, store.get("Machine", "m1", "default")).done
+    _hold_infra(store)
     m = store.get("Machine", "m1", "default")
     m["metadata"].setdefault("annotations", {})[names.EXCLUDE_NODE_DRAINING_ANNOTATION] = ""
     m["metadata"]["annotations"][names.EXCLUDE_WAIT_FOR_NODE_VOLUME_DETACH_ANNOTATION] = ""
