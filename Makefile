@@ -60,8 +60,8 @@ ee: venv
 # cloud-init's own schema validator checks every user data the collection renders (tests/integration/bootstrap):
 # Debian's package, installed once (the lab installs its own Debian packages the same way).
 cloud-init:
-	@command -v cloud-init >/dev/null || { apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends cloud-init; }
+	@command -v cloud-init >/dev/null || { apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends cloud-init; }
 
 # The oldest and the newest ansible-core of meta/runtime.yml's requires_ansible, a venv each (.venv-core/<x.y>):
 # tests/integration/e2e/test_ansible_core_versions.py runs the playbooks with them.

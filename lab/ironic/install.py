@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from lab.config import LabConfig
@@ -53,17 +54,30 @@ def tool(cmd: str) -> str:
 
 def ensure_debian_packages(cfg: LabConfig) -> list[str]:
     """apt-get install the packages whose commands are missing; returns what was installed."""
-    missing = sorted({pkg for cmd, pkg in DEBIAN.items() if which(cmd) is None})
-    if not missing:
+    if not any(which(cmd) is None for cmd in DEBIAN):
         return []
     log = cfg.logs / "ironic-apt.log"
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    with open(log, "ab") as out:
+    # Two labs coming up at once take turns (and the second finds the packages there); apt's own locks, held by
+    # anyone else, are waited for (DPkg::Lock::Timeout) rather than failed on.
+    cfg.cache.mkdir(parents=True, exist_ok=True)
+    with open(cfg.cache / "apt.lock", "w") as lock, open(log, "ab") as out:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        missing = sorted({pkg for cmd, pkg in DEBIAN.items() if which(cmd) is None})
+        if not missing:
+            return []
+        wait = ["-o", "DPkg::Lock::Timeout=600"]
         for argv in (
-            ["apt-get", "update"],
-            ["apt-get", "install", "-y", "--no-install-recommends", *missing],
+            ["apt-get", *wait, "update"],
+            ["apt-get", *wait, "install", "-y", "--no-install-recommends", *missing],
         ):
-            rc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env=env, check=False).returncode
+            for attempt in range(10):  # the lists lock of apt-get update is not covered by the timeout everywhere
+                out.flush()
+                start = log.stat().st_size
+                rc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env=env, check=False).returncode
+                if rc == 0 or attempt == 9 or b"Could not get lock" not in log.read_bytes()[start:]:
+                    break
+                time.sleep(15)
             if rc != 0:
                 raise LabError(f"{' '.join(argv)} failed with {rc}; see {log}")
     still = sorted(cmd for cmd in DEBIAN if which(cmd) is None)

@@ -36,14 +36,16 @@ from ansible_collections.baremetal.capi.plugins.module_utils.capi.topology impor
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict, Invalid, NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
+from ansible_collections.baremetal.capi.plugins.module_utils.store import mutate as rmw
 
 
 def validate_control_plane(kcp: dict) -> None:
     spec = kcp.get("spec") or {}
     where = meta.ref(kcp)
     replicas = spec.get("replicas", 1)
-    if not isinstance(replicas, int) or replicas < 0:
-        raise Invalid("replicas must be a non-negative integer", obj=where, field="spec.replicas")
+    # the webhook: a KubeadmControlPlane goes by its deletion, never by scaling to zero
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas <= 0:
+        raise Invalid(f"replicas cannot be less than or equal to 0, got {replicas!r}", obj=where, field="spec.replicas")
     external = ((spec.get("kubeadmConfigSpec") or {}).get("clusterConfiguration") or {}).get("etcd", {}).get("external")
     if replicas % 2 == 0 and replicas > 0 and not external:
         raise Invalid(f"replicas must be odd with stacked etcd, got {replicas}", obj=where, field="spec.replicas")
@@ -208,7 +210,17 @@ def reconcile_control_plane(
     ``etcd_factory`` (``machines -> EtcdClient``) reaches the cluster's etcd; by default its members at the
     Machines' InternalIPs with a certificate from the ``<cluster>-etcd`` CA.
     """
+    if meta.is_deleting(kcp):
+        return reconcile_delete(store, kcp, cluster, check=check)
     validate_control_plane(kcp)
+    if not check and names.KCP_FINALIZER not in (kcp["metadata"].get("finalizers") or []):
+        kcp = rmw.mutate(
+            store,
+            "KubeadmControlPlane",
+            meta.name(kcp),
+            meta.namespace(kcp),
+            lambda k: meta.add_finalizer(k, names.KCP_FINALIZER),
+        )
     spec = kcp["spec"]
     replicas = spec.get("replicas", 1)
     factory = etcd_factory or kcp_etcd.default_factory(store, cluster)
@@ -263,6 +275,86 @@ def reconcile_control_plane(
         requeue_after=None if done else 5,
         data=data,
     )
+
+
+def reconcile_delete(store, kcp: dict, cluster: dict, *, check: bool = False) -> Step:
+    """KCP's reconcileDelete: once no worker Machine of the cluster is left, every control-plane Machine is
+    deleted at once with its kcp-cleanup hook released (the whole etcd goes: no member to move leadership to,
+    no quorum to keep); the finalizer is removed once none is left."""
+    ns, kname = meta.namespace(kcp), meta.name(kcp)
+    machines = control_plane_machines(store, kcp)
+    if not machines:
+        if check:
+            return Step(done=True, changed=True, message="would remove its finalizer (deletion completed)")
+        rmw.mutate(
+            store,
+            "KubeadmControlPlane",
+            kname,
+            ns,
+            lambda k: meta.remove_finalizer(k, names.KCP_FINALIZER),
+            missing_ok=True,
+        )
+        return Step(done=True, changed=True, message="deletion completed")
+    mine = {meta.name(m) for m in machines}
+    cluster_machines = store.list("Machine", ns, {"matchLabels": {names.CLUSTER_NAME_LABEL: meta.name(cluster)}})
+    workers = sorted(meta.name(m) for m in cluster_machines if meta.name(m) not in mine)
+    if workers:
+        reason = names.KCP_DELETING_WAITING_FOR_WORKERS_REASON
+        blocked = "KubeadmControlPlane deletion blocked because following objects still exist:"
+        _set_deleting(store, kcp, reason, f"{blocked}\n* Machines: {', '.join(workers)}", check)
+        return Step(done=False, message=f"waiting for worker Machines to be deleted first: {', '.join(workers)}",
+                    requeue_after=5)  # fmt: skip
+    changed = False
+    for m in machines:
+        if check:
+            changed |= not meta.is_deleting(m)
+            continue
+        if names.KCP_CLEANUP_HOOK in meta.annotations(m):
+            rmw.mutate(store, "Machine", meta.name(m), ns, _release_hook, missing_ok=True)
+            changed = True
+        if not meta.is_deleting(m):
+            store.delete("Machine", meta.name(m), ns)
+            changed = True
+    message = f"Deleting {len(machines)} Machine{'s' if len(machines) > 1 else ''}"
+    _set_deleting(store, kcp, names.KCP_DELETING_WAITING_FOR_MACHINE_DELETION_REASON, message, check)
+    verb = "would delete" if check else "deleting"
+    return Step(done=False, changed=changed, message=f"{verb} {', '.join(sorted(mine))}", requeue_after=5)
+
+
+def release_orphaned_hooks(store, cluster: dict, *, check: bool = False) -> bool:
+    """The kcp-cleanup hooks of deleting control-plane Machines whose KubeadmControlPlane is gone.
+
+    A KubeadmControlPlane written before it carried its finalizer goes at once when deleted, and the store's
+    garbage collection deletes its Machines: nothing would ever release their hooks, so this does what the
+    KubeadmControlPlane's deletion would have done.
+    """
+    ns = meta.namespace(cluster)
+    selector = f"{names.CLUSTER_NAME_LABEL}={meta.name(cluster)},{names.CONTROL_PLANE_LABEL}"
+    held = [
+        m
+        for m in store.list("Machine", ns, selector)
+        if meta.is_deleting(m) and names.KCP_CLEANUP_HOOK in meta.annotations(m)
+    ]
+    if not check:
+        for m in held:
+            rmw.mutate(store, "Machine", meta.name(m), ns, _release_hook, missing_ok=True)
+    return bool(held)
+
+
+def _release_hook(machine: dict) -> bool:
+    return machine["metadata"].get("annotations", {}).pop(names.KCP_CLEANUP_HOOK, None) is not None
+
+
+def _set_deleting(store, kcp: dict, reason: str, message: str, check: bool) -> None:
+    if check:
+        return
+    after = copy.deepcopy(kcp)
+    conditions.set_condition(after, names.DELETING, True, reason, message)
+    if after.get("status") != kcp.get("status"):
+        try:
+            refs.write(store, kcp, after)
+        except (Conflict, NotFound):
+            pass
 
 
 def _delete_one(store, victim: dict, health, why: str, data: dict, check: bool) -> Step:

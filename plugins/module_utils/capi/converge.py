@@ -169,6 +169,8 @@ class Converger:
         controllers = []
         if kcp is not None:
             controllers.append((kcp, control_plane.reconcile_control_plane))
+        elif cp_ref:
+            changed |= control_plane.release_orphaned_hooks(store, cluster, check=check)
         for md in store.list("MachineDeployment", ns):
             if (md.get("spec") or {}).get("clusterName") == self.cluster_name and not meta.is_deleting(md):
                 controllers.append((md, deployment.reconcile_deployment))

@@ -240,7 +240,7 @@ def check(desc) -> None:
         fail(f"{desc['kubernetes_version']!r} is not a version such as v1.34.4", "kubernetes_version")
     cp = desc["control_plane"]
     replicas = cp.get("replicas", 1)
-    if replicas < 0 or replicas % 2 == 0 and replicas > 0:
+    if replicas < 1 or replicas % 2 == 0:
         fail(f"must be odd with stacked etcd (1, 3, 5), got {replicas}", "control_plane.replicas")
     _pool(desc, cp, "control_plane", provider)
     seen: dict = {}

@@ -39,6 +39,7 @@ MANAGED_NODE_LABEL_DOMAIN = "node.cluster.x-k8s.io"
 PRE_DRAIN_HOOK_PREFIX = "pre-drain.delete.hook.machine.cluster.x-k8s.io"
 PRE_TERMINATE_HOOK_PREFIX = "pre-terminate.delete.hook.machine.cluster.x-k8s.io"
 KCP_CLEANUP_HOOK = "pre-terminate.delete.hook.machine.cluster.x-k8s.io/kcp-cleanup"
+KCP_FINALIZER = "kubeadm.controlplane.cluster.x-k8s.io"
 # On the KubeadmConfig (or the Machine, which wins): when the machine's certificates expire, RFC 3339
 CERTIFICATES_EXPIRY_ANNOTATION = "machine.cluster.x-k8s.io/certificates-expiry"
 EXCLUDE_NODE_DRAINING_ANNOTATION = "machine.cluster.x-k8s.io/exclude-node-draining"
@@ -118,6 +119,9 @@ REMEDIATION_FOR_ANNOTATION = "controlplane.cluster.x-k8s.io/remediation-for"
 KCP_CANNOT_BE_REMEDIATED_REASON = "CannotBeRemediated"
 KCP_REMEDIATION_DEFERRED_REASON = "RemediationDeferred"
 KCP_REMEDIATION_MACHINE_DELETING_REASON = "MachineDeleting"
+# the KubeadmControlPlane's Deleting condition (KubeadmControlPlaneDeleting*Reason)
+KCP_DELETING_WAITING_FOR_WORKERS_REASON = "WaitingForWorkersDeletion"
+KCP_DELETING_WAITING_FOR_MACHINE_DELETION_REASON = "WaitingForMachineDeletion"
 KCP_DEFAULT_MIN_HEALTHY_PERIOD_SECONDS = 3600
 KCP_MACHINE_API_SERVER_POD_HEALTHY = "APIServerPodHealthy"
 KCP_MACHINE_CONTROLLER_MANAGER_POD_HEALTHY = "ControllerManagerPodHealthy"

@@ -141,6 +141,7 @@ CASES = [
         "control_plane.replicas",
     ),  # fmt: skip
     ("even control-plane replicas", M, _set("control_plane.replicas", 2), "capi_cluster", "control_plane.replicas"),
+    ("no control-plane machine", M, _set("control_plane.replicas", 0), "capi_cluster", "control_plane.replicas"),
     ("workers a mapping", M, _set("workers", {"name": "md-0"}), "capi_cluster", "workers"),
     ("worker pool a string", M, _set("workers", ["md-0"]), "capi_cluster", "workers[0]"),
     ("worker pool without name", M, _set("workers[0].name", DELETE), "capi_cluster", "workers[0].name"),

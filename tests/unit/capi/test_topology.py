@@ -6,7 +6,7 @@ import pytest
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import control_plane
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import deployment as md_controller
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.model import conditions, meta, names
 
 NS = "topo"
@@ -144,6 +144,12 @@ def test_remediated_control_plane_machine_is_replaced(store, cluster):
 def test_even_replicas_with_stacked_etcd_is_refused(store, cluster):
     k = kcp(store, replicas=2)
     with pytest.raises(Invalid, match="spec.replicas: replicas must be odd"):
+        control_plane.reconcile_control_plane(store, k, cluster)
+
+
+def test_a_control_plane_of_no_machine_is_refused(store, cluster):
+    k = kcp(store, replicas=0)
+    with pytest.raises(Invalid, match="spec.replicas: replicas cannot be less than or equal to 0"):
         control_plane.reconcile_control_plane(store, k, cluster)
 
 
@@ -451,3 +457,72 @@ def test_control_plane_info_plans_an_upgrade_without_writing(run, store, cluster
     assert out["steps"][-1] == "workers: MachineDeployment c1-md-0 rolled to v1.35.0"
     assert all(r["reasons"] == ["Version v1.34.1, v1.35.0 required"] for r in out["machines"])
     assert store.get("KubeadmControlPlane", "c1-cp", NS)["spec"]["version"] == "v1.34.1"
+
+
+def held(store, name):
+    """A Machine as the Machine controller keeps it: its finalizer until its deletion is through."""
+    m = store.get("Machine", name, NS)
+    meta.add_finalizer(m, names.MACHINE_FINALIZER)
+    store.update(m)
+
+
+def release(store, name):
+    m = store.get("Machine", name, NS)
+    meta.remove_finalizer(m, names.MACHINE_FINALIZER)
+    store.update(m)
+
+
+def test_kcp_deletion_waits_for_the_workers_then_deletes_every_machine_at_once(store, cluster):
+    k = kcp(store)
+    made = up(store, k, cluster)
+    assert names.KCP_FINALIZER in store.get("KubeadmControlPlane", "c1-cp", NS)["metadata"]["finalizers"]
+    for name in made:
+        held(store, name)
+    worker = store.create(
+        meta.new("Machine", "w1", NS, labels={names.CLUSTER_NAME_LABEL: "c1"}, spec={"clusterName": "c1"})
+    )
+    held(store, meta.name(worker))
+    store.delete("KubeadmControlPlane", "c1-cp", NS)
+    k = store.get("KubeadmControlPlane", "c1-cp", NS)  # its finalizer holds it
+
+    step = control_plane.reconcile_control_plane(store, k, cluster)
+    assert not step.done and not step.changed and "w1" in step.message
+    cond = conditions.get(store.get("KubeadmControlPlane", "c1-cp", NS), names.DELETING)
+    assert cond["reason"] == "WaitingForWorkersDeletion" and cond["message"].endswith("* Machines: w1")
+    assert not any(meta.is_deleting(store.get("Machine", n, NS)) for n in made)
+
+    store.delete("Machine", "w1", NS)
+    release(store, "w1")  # the worker is gone
+    step = control_plane.reconcile_control_plane(store, store.get("KubeadmControlPlane", "c1-cp", NS), cluster)
+    assert step.changed and not step.done
+    for name in made:  # all at once, no etcd member moved or removed: the whole etcd goes
+        m = store.get("Machine", name, NS)
+        assert meta.is_deleting(m) and names.KCP_CLEANUP_HOOK not in meta.annotations(m)
+    cond = conditions.get(store.get("KubeadmControlPlane", "c1-cp", NS), names.DELETING)
+    assert (cond["reason"], cond["message"]) == ("WaitingForMachineDeletion", "Deleting 3 Machines")
+    again = control_plane.reconcile_control_plane(store, store.get("KubeadmControlPlane", "c1-cp", NS), cluster)
+    assert not again.changed and not again.done
+
+    for name in made:
+        release(store, name)
+    step = control_plane.reconcile_control_plane(store, store.get("KubeadmControlPlane", "c1-cp", NS), cluster)
+    assert step.done and step.message == "deletion completed"
+    with pytest.raises(NotFound):
+        store.get("KubeadmControlPlane", "c1-cp", NS)
+
+
+def test_hooks_of_a_control_plane_deleted_without_its_finalizer_are_released(store, cluster):
+    """A KubeadmControlPlane written before it had its finalizer goes at once; its Machines' hooks still go."""
+    k = kcp(store, replicas=1)
+    (only,) = up(store, k, cluster, n=1)
+    held(store, only)
+    k = store.get("KubeadmControlPlane", "c1-cp", NS)
+    meta.remove_finalizer(k, names.KCP_FINALIZER)
+    store.update(k)
+    store.delete("KubeadmControlPlane", "c1-cp", NS)  # gone, and its Machine with it (garbage collection)
+    assert meta.is_deleting(store.get("Machine", only, NS))
+    assert control_plane.release_orphaned_hooks(store, cluster, check=True)
+    assert names.KCP_CLEANUP_HOOK in meta.annotations(store.get("Machine", only, NS))
+    assert control_plane.release_orphaned_hooks(store, cluster)
+    assert names.KCP_CLEANUP_HOOK not in meta.annotations(store.get("Machine", only, NS))
+    assert not control_plane.release_orphaned_hooks(store, cluster)
