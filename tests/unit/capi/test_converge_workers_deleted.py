@@ -1,6 +1,6 @@
-"""Cluster deletion's first loop ends once the workers are gone, whatever the control plane's state: a control
-plane whose Node is not Ready (no CNI, an API that does not answer) must not hold the teardown up until the
-deadline (stop_when ``workers_deleted``)."""
+"""Cluster deletion in the loop: stop_when ``workers_deleted`` ends it once the workers are gone, whatever the
+control plane's state (a control plane whose Node is not Ready must not hold a teardown up until the deadline);
+and the whole deletion, the KubeadmControlPlane's included, in one loop."""
 
 from __future__ import annotations
 
@@ -54,3 +54,51 @@ def test_workers_deleted_is_not_reached_while_a_worker_is_left():
     assert not converge_task.workers_deleted(rows)
     assert converge_task.workers_deleted(rows[:1])
     assert converge_task.workers_deleted([])
+
+
+def test_cluster_deletion_runs_in_one_loop_workers_first_then_the_control_plane(store):
+    """deprovision_cluster.yml's loop: the KubeadmControlPlane, deleted with the MachineDeployments, waits for the
+    worker Machines, then deletes its Machines (their kcp-cleanup hook released) and goes once none is left."""
+    from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound
+    from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
+
+    make_world(store, n_hosts=0)
+    put(store, metal3_machine("cp-keep", "default"))
+    cp = store.get("Machine", "cp-keep", "default")
+    cp["metadata"]["labels"][names.CONTROL_PLANE_NAME_LABEL] = "c1-cp"
+    cp["metadata"]["annotations"] = {names.KCP_CLEANUP_HOOK: ""}
+    cp["metadata"]["finalizers"] = [names.MACHINE_FINALIZER]
+    store.update(cp)
+    cluster = store.get("Cluster", "c1", "default")
+    cp_ref = {"apiGroup": "controlplane.cluster.x-k8s.io", "kind": "KubeadmControlPlane", "name": "c1-cp"}
+    cluster["spec"]["controlPlaneRef"] = cp_ref
+    store.update(cluster)
+    template = {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "Metal3MachineTemplate", "name": "t"}
+    spec = {"replicas": 1, "version": "v1.34.1", "machineTemplate": {"spec": {"infrastructureRef": template}}}
+    labels = {names.CLUSTER_NAME_LABEL: "c1"}
+    store.create(meta.new("KubeadmControlPlane", "c1-cp", "default", spec=spec, labels=labels,
+                          finalizers=[names.KCP_FINALIZER]))  # fmt: skip
+    for name in ("w1", "w2"):
+        add_machine(store, name)
+        w = store.get("Machine", name, "default")
+        w["metadata"]["finalizers"] = [names.MACHINE_FINALIZER]
+        store.update(w)
+    store.delete("KubeadmControlPlane", "c1-cp", "default")
+    for name in ("w1", "w2"):  # what the MachineDeployments' deletion does to their Machines
+        store.delete("Machine", name, "default")
+
+    gone = []
+    conv = Converger(store, manager(store), "c1", "default", infra_kind="Metal3Machine")
+    report = conv.converge(
+        timeout=30,
+        poll=0.2,
+        progress=lambda row, _t: gone.append(row["machine"]) if row["state"] == "Deleted" else None,
+    )
+    assert report["done"] and not report["timed_out"] and report["machines"] == []
+    assert sorted(gone[:2]) == ["w1", "w2"] and gone[2:] == ["cp-keep"]
+    assert store.list("Machine", "default") == []
+    try:
+        store.get("KubeadmControlPlane", "c1-cp", "default")
+        raise AssertionError("the KubeadmControlPlane is still there")
+    except NotFound:
+        pass
