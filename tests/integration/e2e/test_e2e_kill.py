@@ -98,17 +98,18 @@ def _deprovisioning(e: E2E) -> bool:
         s.close()
 
 
-def kill_runs(e: E2E, playbook: str, unfinished) -> list[str]:
+def kill_runs(e: E2E, playbook: str, unfinished, step: float) -> list[str]:
     """Runs of the playbook, each killed with -9, until KILLS of them were killed while the work was unfinished
     (``unfinished(e)`` after the kill): kills of a run that had nothing left to do do not count. The kill points
-    move two seconds later a run, so the early ones fall in the tasks before the converge loop and the later ones
-    inside it; each killed run keeps what it got done, so the work moves on from kill to kill."""
+    move ``step`` seconds later a run, so the early ones fall in the tasks before the converge loop and the later
+    ones inside it; each killed run keeps what it got done, so the work moves on from kill to kill (a step too
+    long for how fast the work goes lets a run finish it before the last kill)."""
     outcomes: list[str] = []
     counted = 0
     for k in range(4 * KILLS):
         if counted == KILLS:
             break
-        outcome = e.play_killed(playbook, None, random.uniform(1 + 2 * k, 3 + 2 * k))
+        outcome = e.play_killed(playbook, None, random.uniform(1 + step * k, 2 + step * (k + 1)))
         during = outcome.startswith("killed") and unfinished(e)
         counted += during
         outcomes.append(f"{outcome}{' (work unfinished)' if during else ''}")
@@ -127,13 +128,13 @@ def test_kill_9_at_eight_points_of_provision_and_of_deprovision(e2e_lab, ironic_
     e = E2E(e2e_lab, tmp_path, "metal3", desc, {"capi_host_driver_options": driver})
     hosts = {h["name"] for h in desc["hosts"]}
     try:
-        kill_runs(e, "provision_cluster.yml", _provisioning)
+        kill_runs(e, "provision_cluster.yml", _provisioning, step=1.0)
         run = e.play("provision_cluster.yml")
         assert run.failed == 0
         assert leaks_after_provision(e, inv["ironic"]["url"]) == []
         assert e.play("provision_cluster.yml").changed == 0  # converged: a re-run changes nothing
 
-        kill_runs(e, "deprovision_cluster.yml", _deprovisioning)
+        kill_runs(e, "deprovision_cluster.yml", _deprovisioning, step=0.6)
         run = e.play("deprovision_cluster.yml")
         assert run.failed == 0
         assert leaks_after_deprovision(e, hosts) == []
