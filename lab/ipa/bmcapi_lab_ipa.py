@@ -69,7 +69,7 @@ class LabHardwareManager(hardware.GenericHardwareManager):
             hardware.NetworkInterface(
                 nic["name"],
                 nic["mac"],
-                # the lab's host addresses are loopback aliases (127.0.1.N), and Ironic's inspection drops
+                # the lab's host addresses are loopback aliases (127.A.1.N), and Ironic's inspection drops
                 # an interface with a loopback address as the host's own `lo`: the NIC goes without one
                 ipv4_address=None,
                 has_carrier=True,
