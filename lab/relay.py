@@ -56,8 +56,8 @@ class RelayHandler(BaseHTTPRequestHandler):
                 pass
         self.connection.close()
 
-    def relay(self, body: bytes, unreachable, answer: bool = True) -> None:
-        """Send the request upstream unchanged (Host header too) and write its answer back.
+    def relay(self, body: bytes, unreachable, answer: bool = True) -> int | None:
+        """Send the request upstream unchanged (Host header too) and write its answer back; its status.
 
         ``unreachable(exc)`` answers when upstream cannot be reached; with ``answer=False`` the request is sent
         and whatever comes back (or fails) is thrown away.
@@ -76,11 +76,11 @@ class RelayHandler(BaseHTTPRequestHandler):
         except OSError as exc:
             if answer:
                 unreachable(exc)
-            return
+            return None
         finally:
             conn.close()
         if not answer:
-            return
+            return resp.status
         self.send_response(resp.status, resp.reason)
         for key, value in resp.getheaders():
             if key.lower() not in HOP and key.lower() != "content-length":
@@ -89,3 +89,4 @@ class RelayHandler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
+        return resp.status

@@ -44,6 +44,9 @@ REDFISH=(tests/integration/hosts tests/integration/lab_ironic tests/integration/
 # docs/lab.md.
 # tests/integration/e2e includes the playbooks on the oldest and the newest declared ansible-core (.venv-core/,
 # `make core-venvs`).
+# The agent path: a real ironic-python-agent inspects, cleans and deploys Redfish hosts (minutes per host on two
+# cores). It shares the 12 emulated hosts with the Redfish group, so it runs after it, on that line.
+AGENT=(tests/integration/agent)
 E2E=(tests/integration/e2e tests/integration/lifecycle/test_etcd_client.py
      tests/integration/lifecycle/test_kcp_etcd_members.py tests/integration/awx/test_awx_cluster_jobs.py
      tests/integration/molecule)
@@ -59,10 +62,22 @@ RESILIENCE=(tests/integration/e2e/test_e2e_kill.py tests/integration/e2e/test_e2
 E2E_LATE_IGNORE=()
 for path in "${E2E_LATE[@]}" "${RESILIENCE[@]}"; do E2E_LATE_IGNORE+=(--ignore="$path"); done
 IGNORE=()
-for path in "${REDFISH[@]}" "${E2E[@]}"; do IGNORE+=(--ignore="$path"); done
+for path in "${REDFISH[@]}" "${AGENT[@]}" "${E2E[@]}"; do IGNORE+=(--ignore="$path"); done
 IGNORE+=(--ignore=tests/integration/lifecycle --ignore=tests/integration/stores --ignore="${RESILIENCE[2]}")
 
-"$PY" -m pytest -p no:cacheprovider "${REDFISH[@]}" "${E2E_LATE[@]}" -q -rs --durations=15 >"$OUT/redfish.log" 2>&1 &
+(
+    "$PY" -m pytest -p no:cacheprovider "${REDFISH[@]}" "${E2E_LATE[@]}" -q -rs --durations=15 >"$OUT/redfish.log" 2>&1
+    rc_r=$?
+    # its two files side by side: they use different hosts, and most of their time is spent waiting on them
+    "$PY" -m pytest -p no:cacheprovider "${AGENT[0]}/test_agent_cluster.py" -q -rs --durations=15 \
+        >"$OUT/agent-cluster.log" 2>&1 &
+    agent_cluster=$!
+    "$PY" -m pytest -p no:cacheprovider "${AGENT[@]}" --ignore="${AGENT[0]}/test_agent_cluster.py" -q -rs \
+        --durations=15 >"$OUT/agent.log" 2>&1
+    rc_a=$?
+    wait "$agent_cluster" && [ "$rc_a" = 0 ] || exit 1
+    exit "$rc_r"
+) &
 redfish=$!
 (
     "$PY" -m pytest -p no:cacheprovider tests/integration "${IGNORE[@]}" -q -rs --durations=15 >"$OUT/other.log" 2>&1
@@ -81,5 +96,7 @@ echo "=== integration: end to end (playbooks, demo, AWX cluster jobs, molecule)"
 cat "$OUT/e2e.log"
 echo "=== integration: tests on the Redfish BMCs, then the playbooks on the oldest and newest ansible-core"
 cat "$OUT/redfish.log"
+echo "=== integration: the agent path (ironic-python-agent on Redfish hosts)"
+cat "$OUT/agent-cluster.log" "$OUT/agent.log"
 [ "$rc_redfish" = 0 ] && [ "$rc_other" = 0 ] || rc=1
 exit "$rc"

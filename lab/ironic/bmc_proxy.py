@@ -17,6 +17,10 @@ manager of a fake system has the system's UUID). Faults per system id:
 Control endpoint (no auth, loopback only):
 ``GET /lab/faults`` all faults; ``PUT /lab/faults/<id>`` set one (JSON object, replaces);
 ``DELETE /lab/faults/<id>`` clear one; ``DELETE /lab/faults`` clear all.
+``GET /lab/resets``: per system id, how many ComputerSystem.Reset actions the emulator
+accepted. The node simulator counts a host's boots with it: the emulator's restart is an
+Off then an On a few seconds later that a poll can miss, and a restart is a new boot (the
+agent ramdisk a host ran before is gone).
 """
 
 from __future__ import annotations
@@ -122,6 +126,9 @@ class Handler(relay.RelayHandler):
     def _handle(self) -> None:
         if self.path.startswith("/lab/faults"):
             return self._control()
+        if self.path.startswith("/lab/resets"):
+            with self.server.lock:
+                return self.reply_json(200, dict(self.server.resets))
         body = self.read_body()
         match = _SYSTEM.match(self.path)
         fault = self.server.faults.get(match.group(1) if match else None)
@@ -136,10 +143,15 @@ class Handler(relay.RelayHandler):
             return self._redfish_error(500, "Lab fault: power action failed, the chassis has no power")
         if fault.get("fail_virtual_media") and self.command in ("POST", "PATCH") and _VMEDIA_INSERT.search(path):
             return self._redfish_error(500, "Lab fault: virtual media insert failed")
-        self._forward(body)
+        status = self._forward(body)
+        if match and status is not None and 200 <= status < 300 and self.command == "POST" and _RESET.search(path):
+            with self.server.lock:
+                self.server.resets[match.group(1)] = self.server.resets.get(match.group(1), 0) + 1
 
-    def _forward(self, body: bytes) -> None:
-        self.relay(body, lambda exc: self._redfish_error(502, f"BMC proxy: upstream emulator unreachable: {exc}"))
+    def _forward(self, body: bytes) -> int | None:
+        return self.relay(
+            body, lambda exc: self._redfish_error(502, f"BMC proxy: upstream emulator unreachable: {exc}")
+        )
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle
 
@@ -151,6 +163,8 @@ class ProxyServer(ThreadingHTTPServer):
         super().__init__(listen, Handler)
         self.upstream = urllib.parse.urlsplit(upstream)
         self.faults = Faults()
+        self.lock = threading.Lock()
+        self.resets: dict[str, int] = {}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -118,14 +118,16 @@ tempdir = {data / "tmp"}
 enabled_hardware_types = fake-hardware,redfish
 enabled_bios_interfaces = no-bios,fake,redfish
 enabled_boot_interfaces = fake,redfish-virtual-media
-# no agent ramdisk exists here, so no `direct`: redfish nodes default to `ramdisk`
-enabled_deploy_interfaces = fake,ramdisk
+# `direct` and `custom-agent` drive the hosts' ironic-python-agent (lab.nodesim.agent starts it when a
+# host boots the agent ISO); `ramdisk` boots a live ISO (and the fast boot_iso path of most tests)
+enabled_deploy_interfaces = fake,ramdisk,direct,custom-agent
 enabled_firmware_interfaces = no-firmware,fake,redfish
-enabled_inspect_interfaces = no-inspect,fake,redfish
+# `agent`: Ironic's built-in inspection, the inventory the agent posts to /v1/continue_inspection
+enabled_inspect_interfaces = no-inspect,fake,redfish,agent
 enabled_management_interfaces = fake,redfish
 enabled_network_interfaces = noop
 enabled_power_interfaces = fake,redfish
-enabled_raid_interfaces = no-raid,fake,redfish
+enabled_raid_interfaces = no-raid,fake,redfish,agent
 enabled_vendor_interfaces = no-vendor,fake,redfish
 default_network_interface = noop
 
@@ -133,6 +135,9 @@ default_network_interface = noop
 host_ip = {cfg.host}
 port = {cfg.ports.ironic}
 api_workers = 1
+# the agent heartbeats every 30-60 % of this: Ironic moves on from a finished agent command at the
+# next heartbeat, and 300 s (the default) would make every step of a lab deploy wait minutes
+ramdisk_heartbeat_timeout = 30
 
 [conductor]
 # cleaning needs an agent; BareMetalHost automatedCleaningMode is honoured per node anyway
@@ -141,7 +146,17 @@ automated_clean = false
 [database]
 connection = mysql+pymysql://{DB_USER}:{DB_PASSWORD}@{cfg.host}:{cfg.ports.mariadb}/{DB_NAME}?charset=utf8
 
+[agent]
+# a failed deploy would otherwise make the agent tar the lab machine's own /var/log and journal
+deploy_logs_collect = never
+# (the default) an http image_source goes to the agent as is: it downloads it and checks the checksum
+image_download_source = http
+
 [deploy]
+# Metal3's ironic-image: automated cleaning is metadata only (disks are not shredded)
+erase_devices_priority = 0
+erase_devices_metadata_priority = 10
+fast_track = false
 http_root = {http_root(cfg)}
 http_url = http://{cfg.host}:{cfg.ports.images}
 

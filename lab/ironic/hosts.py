@@ -25,6 +25,27 @@ BMC_PASSWORD = "lab-bmc-password"
 _MAC_PREFIX = "00:5c:52:31:3a"
 
 
+# What every emulated host is, as its agent ramdisk reports it (lab/ipa/bmcapi_lab_ipa.py): the
+# emulator's fake systems carry only NICs, so CPU, memory and the disk are the lab's own figures,
+# the same for every host. The disk is a sparse file per host on a loop device (lab.nodesim.agent).
+CPU = {"arch": "x86_64", "model": "baremetal.capi lab CPU", "mhz": 2400, "count": 2, "flags": ["lm", "sse4_2", "vmx"]}
+MEMORY_MIB = 4096
+DISK_BYTES = 8 * 1024**3
+DISK_MODEL, DISK_VENDOR = "lab-disk", "BMCAPI"
+SYSTEM_VENDOR = {
+    "manufacturer": "baremetal.capi lab",
+    "product": "sushy-tools fake system",
+    "bios_vendor": "baremetal.capi lab",
+    "bios_version": "1.0",
+    "bios_date": "2026-01-01",
+}
+NIC_NAME = "enp1s0"
+
+
+def disk_serial(index: int) -> str:
+    return f"LABDISK{index:04d}"
+
+
 @dataclass(frozen=True)
 class Host:
     index: int
@@ -78,8 +99,12 @@ def inventory(cfg: LabConfig, count: int | None = None) -> dict:
     sushy = f"http://{host}:{cfg.ports.sushy}"
     images = f"http://{host}:{cfg.ports.images}"
     ironic = f"http://{host}:{cfg.ports.ironic}"
-    checksum_file = cfg.data("ironic") / "httproot" / "images" / "test-image.raw.sha256"
-    checksum = checksum_file.read_text().split()[0] if checksum_file.exists() else None
+    folder = cfg.data("ironic") / "httproot" / "images"
+
+    def digest(name: str) -> str | None:
+        path = folder / name
+        return path.read_text().split()[0] if path.exists() else None
+
     return {
         "ironic": {
             "url": ironic,
@@ -91,9 +116,18 @@ def inventory(cfg: LabConfig, count: int | None = None) -> dict:
             "url": images,
             # a small ISO9660 image: instance_info.boot_iso for the ramdisk deploy interface
             "boot_iso": f"{images}/images/boot.iso",
+            # the agent ramdisk as virtual media (BMO's DEPLOY_ISO_URL): the agent path's deploy_iso
+            "ipa_iso": f"{images}/images/ipa.iso",
             "test_image": {
                 "url": f"{images}/images/test-image.raw",
-                "checksum": checksum,
+                "checksum": digest("test-image.raw.sha256"),
+                "checksumType": "sha256",
+                "format": "raw",
+            },
+            # a whole-disk image with a partition table, for the agent to write (and add its config drive to)
+            "agent_image": {
+                "url": f"{images}/images/agent-image.raw",
+                "checksum": digest("agent-image.raw.sha256"),
                 "checksumType": "sha256",
                 "format": "raw",
             },

@@ -34,7 +34,22 @@ DEBIAN = {
     "mariadb": "mariadb-client",
     "genisoimage": "genisoimage",
     "isoinfo": "genisoimage",
+    # ironic-python-agent's own disk code on the hosts' loop devices: the config-drive
+    # partition (parted on MBR disks; sgdisk, from gdisk, on GPT) and image inspection
+    "parted": "parted",
+    "sgdisk": "gdisk",
+    "qemu-img": "qemu-utils",
+    # IPA waits for udev after every partition change; without udevd running `settle` returns at once
+    "udevadm": "udev",
+    # the IPMI host: Ironic's ipmi hardware type shells out to ipmitool
+    "ipmitool": "ipmitool",
 }
+
+# ironic-python-agent, the hosts' ramdisk on the agent path: a venv of its own (it pins a
+# different oslo stack from Ironic's), with the lab's hardware manager installed beside it.
+IPA_REQUIREMENTS = ("ironic-python-agent==13.0.0",)
+IPA_PLUGIN = Path(__file__).resolve().parent.parent / "ipa" / "bmcapi_lab_ipa.py"
+IPA_PLUGIN_DIST = "bmcapi_lab_ipa-1.0.dist-info"
 
 _SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 
@@ -86,13 +101,17 @@ def ensure_debian_packages(cfg: LabConfig) -> list[str]:
     return missing
 
 
-def venv_key() -> str:
-    text = "\n".join((f"python {sys.version_info.major}.{sys.version_info.minor}", *REQUIREMENTS))
+def venv_key(requirements: tuple[str, ...] = REQUIREMENTS) -> str:
+    text = "\n".join((f"python {sys.version_info.major}.{sys.version_info.minor}", *requirements))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def venv_path(cfg: LabConfig) -> Path:
     return cfg.cache / "venvs" / f"ironic-{venv_key()}"
+
+
+def ipa_venv_path(cfg: LabConfig) -> Path:
+    return cfg.cache / "venvs" / f"ipa-{venv_key(IPA_REQUIREMENTS)}"
 
 
 def _base_python() -> str:
@@ -102,7 +121,41 @@ def _base_python() -> str:
 
 def ensure_venv(cfg: LabConfig) -> Path:
     """Create the venv once; a marker written last says it is complete."""
-    path = venv_path(cfg)
+    return _ensure_venv(cfg, venv_path(cfg), REQUIREMENTS, "ironic-pip.log")
+
+
+def ensure_ipa_venv(cfg: LabConfig) -> Path:
+    """The agent's venv (built once, shared by clones) with this tree's hardware manager in it."""
+    path = _ensure_venv(cfg, ipa_venv_path(cfg), IPA_REQUIREMENTS, "ipa-pip.log")
+    install_ipa_plugin(path)
+    return path
+
+
+def install_ipa_plugin(venv: Path) -> None:
+    """The hardware manager as a distribution IPA's stevedore finds by its entry point.
+
+    Written as files (module, METADATA, entry_points.txt, RECORD): no build backend to
+    fetch, so a lab inside a network namespace without internet can refresh it.
+    """
+    site = next(venv.glob("lib/python3*/site-packages"))
+    module = IPA_PLUGIN.read_text()
+    dist = site / IPA_PLUGIN_DIST
+    files = {
+        site / IPA_PLUGIN.name: module,
+        dist / "METADATA": "Metadata-Version: 2.1\nName: bmcapi-lab-ipa\nVersion: 1.0\n",
+        dist / "entry_points.txt": (
+            "[ironic_python_agent.hardware_managers]\nbmcapi_lab = bmcapi_lab_ipa:LabHardwareManager\n"
+        ),
+        dist / "RECORD": f"{IPA_PLUGIN.name},,\n{IPA_PLUGIN_DIST}/METADATA,,\n"
+        f"{IPA_PLUGIN_DIST}/entry_points.txt,,\n{IPA_PLUGIN_DIST}/RECORD,,\n",
+    }
+    dist.mkdir(exist_ok=True)
+    for path, text in files.items():
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+
+
+def _ensure_venv(cfg: LabConfig, path: Path, requirements: tuple[str, ...], log_name: str) -> Path:
     marker = path / ".complete"
     if marker.exists():
         return path
@@ -113,14 +166,14 @@ def ensure_venv(cfg: LabConfig) -> Path:
         if marker.exists():
             return path
         shutil.rmtree(path, ignore_errors=True)
-        log = cfg.logs / "ironic-pip.log"
+        log = cfg.logs / log_name
         with open(log, "ab") as out:
             for argv in (
                 [_base_python(), "-m", "venv", str(path)],
-                [str(path / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", *REQUIREMENTS],
+                [str(path / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", *requirements],
             ):
                 rc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
                 if rc != 0:
                     raise LabError(f"{' '.join(argv[:4])} ... failed with {rc}; see {log}")
-        marker.write_text("\n".join(REQUIREMENTS) + "\n")
+        marker.write_text("\n".join(requirements) + "\n")
     return path

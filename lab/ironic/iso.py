@@ -46,7 +46,94 @@ def make_images(cfg: LabConfig) -> dict[str, Path]:
     digest = raw.with_name(raw.name + ".sha256")
     if not digest.exists():
         digest.write_text(f"{hashlib.sha256(raw.read_bytes()).hexdigest()}  {raw.name}\n")
-    return {"boot_iso": boot, "test_image": raw}
+    agent_image = _agent_image(folder)
+    return {"boot_iso": boot, "test_image": raw, "agent_image": agent_image, "ipa_iso": make_ipa_iso(cfg)}
+
+
+# The agent's boot ISO stands for an IPA ramdisk ISO (ironic-python-agent-builder's): what a
+# host "boots" from it is the kernel command line in its boot loader config, which carries the
+# agent's ipa-* parameters as Metal3's ramdisk images do (Ironic hands a prebuilt deploy_iso to
+# the BMC unchanged). The node simulator starts ironic-python-agent with them.
+IPA_VOLUME_ID = "LABIPA"
+IPA_GRUB_CFG = "/boot/grub/grub.cfg"
+
+
+def ipa_kernel_params(cfg: LabConfig) -> dict[str, str]:
+    ironic = f"http://{cfg.host}:{cfg.ports.ironic}"
+    return {
+        "ipa-api-url": ironic,
+        # Ironic's built-in inspection (the agent inspect interface) takes the inventory here
+        "ipa-inspection-callback-url": f"{ironic}/v1/continue_inspection",
+        "ipa-inspection-collectors": "default",
+        "ipa-insecure": "1",
+    }
+
+
+def make_ipa_iso(cfg: LabConfig) -> Path:
+    folder = configs.http_root(cfg) / "images"
+    folder.mkdir(exist_ok=True)
+    path = folder / "ipa.iso"
+    params = " ".join(f"{k}={v}" for k, v in ipa_kernel_params(cfg).items())
+    grub = (
+        f'menuentry "ironic-python-agent (baremetal.capi lab)" {{\n  linux /vmlinuz {params}\n  initrd /initramfs\n}}\n'
+    )
+    stamp = path.with_suffix(".cfg")
+    if path.exists() and stamp.exists() and stamp.read_text() == grub:
+        return path
+    with tempfile.TemporaryDirectory() as src:
+        Path(src, "boot", "grub").mkdir(parents=True)
+        Path(src, "boot", "grub", "grub.cfg").write_text(grub)
+        # stand-ins: the simulator runs the agent from the lab's venv, not from this kernel
+        Path(src, "vmlinuz").write_text("baremetal.capi lab: ironic-python-agent kernel stand-in\n")
+        Path(src, "initramfs").write_text("baremetal.capi lab: ironic-python-agent ramdisk stand-in\n")
+        tmp = path.with_suffix(".tmp")
+        subprocess.run(
+            [tool("genisoimage"), "-quiet", "-o", str(tmp), "-V", IPA_VOLUME_ID, "-J", "-r", src], check=True
+        )
+        tmp.replace(path)
+    stamp.write_text(grub)
+    return path
+
+
+def ipa_params_of(path: str | Path) -> dict[str, str] | None:
+    """The ipa-* kernel parameters of an agent ISO, or None when the ISO is not one."""
+    if iso_volume_id(path) != IPA_VOLUME_ID:
+        return None
+    text = iso_read(path, IPA_GRUB_CFG).decode()
+    for line in text.splitlines():
+        words = line.split()
+        if words and words[0] == "linux":
+            return dict(w.split("=", 1) for w in words[2:] if w.startswith("ipa-") and "=" in w)
+    return {}
+
+
+AGENT_IMAGE_MIB = 16
+
+
+def _agent_image(folder: Path) -> Path:
+    """A whole-disk image for the agent path: GPT, one partition holding a fixed pattern.
+
+    A partition table is what IPA needs to add the config-drive partition after the image.
+    """
+    path = folder / "agent-image.raw"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "wb") as fh:
+            fh.truncate(AGENT_IMAGE_MIB * 1024 * 1024)
+        subprocess.run(
+            [tool("sgdisk"), "-n", "1:2048:0", "-t", "1:8300", "-c", "1:lab-root", str(tmp)],
+            check=True,
+            capture_output=True,
+        )
+        with open(tmp, "r+b") as fh:
+            fh.seek(2048 * 512)
+            fh.write(b"baremetal.capi lab agent image\n".ljust(4096, b"\0") * 256)
+        tmp.replace(path)
+    for algo in ("sha256", "md5"):
+        digest = path.with_name(f"{path.name}.{algo}")
+        if not digest.exists():
+            digest.write_text(f"{hashlib.new(algo, path.read_bytes()).hexdigest()}  {path.name}\n")
+    return path
 
 
 def iso_volume_id(path: str | Path) -> str:

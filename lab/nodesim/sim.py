@@ -24,7 +24,7 @@ import time
 
 from lab import process
 from lab.config import LabConfig
-from lab.nodesim import cloudinit, clusters, etcd, etcdproxy, kubeadm, kubelet, sources
+from lab.nodesim import agent, cloudinit, clusters, etcd, etcdproxy, kubeadm, kubelet, sources
 from lab.nodesim.api import ApiError
 
 LOG = logging.getLogger("nodesim")
@@ -55,6 +55,7 @@ class Simulator:
         self.snapshot: dict = {}
         self._conn = None
         self.proxies: dict[str, etcdproxy.Forwarder] = {}
+        self.agents = agent.Agents(cfg)
         for cluster in self.state["clusters"].values():
             for member in cluster.get("etcd", {}).get("members", {}).values():
                 member["was_running"] = False  # a new simulator: whatever ran before was stopped with the old one
@@ -162,10 +163,23 @@ class Simulator:
     def step(self) -> None:
         now = time.time()
         hosts = self._hosts()
+        if "ironic" in self._sources_ok:
+            try:
+                self.state["agents"] = self.agents.step(
+                    {h.system_uuid: h.busy for h in hosts.values() if h.system_uuid}
+                )
+            except Exception as exc:  # noqa: BLE001 - the BMCs or the emulator busy: next round
+                LOG.warning("agents: %s", exc)
         for key, host in hosts.items():
             entry = self.state["hosts"].get(key)
             if host.instance and (entry is None or entry.get("instance") != host.instance):
-                entry = {"instance": host.instance, "name": host.name, "phase": "pending", "first_try": None}
+                entry = {
+                    "instance": host.instance,
+                    "name": host.name,
+                    "phase": "pending",
+                    "first_try": None,
+                    "source": host.source,
+                }
                 self.state["hosts"][key] = entry
             if entry is not None and entry["phase"] == "pending" and host.up and entry["instance"] == host.instance:
                 try:

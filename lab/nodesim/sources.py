@@ -38,7 +38,11 @@ class Host:
     instance: str | None  # changes with every new deploy
     ip: str | None
     system_uuid: str | None = None
+    busy: bool = False  # Ironic's conductor holds the node (a power action or a state change under way)
     read: Callable[[], tuple[bytes | None, dict, dict | None]] | None = None  # -> (user_data, meta_data, network_data)
+    # where ``read`` finds the data: "disk" (the config drive the agent wrote), "virtual-media" (the BMC's),
+    # "lab" (what the lab can see of a fake-hardware or MAAS host)
+    source: str = "lab"
 
     @property
     def up(self) -> bool:
@@ -118,6 +122,26 @@ def _redfish_reader(cfg: LabConfig, system_uuid: str):
     return read
 
 
+def _disk_reader(cfg: LabConfig, system_uuid: str):
+    """The config drive the agent wrote to the host's own disk (the direct deploy interface)."""
+
+    def read():
+        from lab.ironic import hosts, iso
+        from lab.nodesim import agent
+
+        host = next((h for h in hosts.hosts(net=cfg.net(1)) if h.uuid == system_uuid), None)
+        dev = agent.loop_of(agent.disk_file(cfg, host.name)) if host else None
+        if dev is None:
+            raise SourceError(f"system {system_uuid}: no disk attached")
+        part = agent.config_drive_partition(dev)
+        if part is None:
+            raise SourceError(f"system {system_uuid}: no config drive partition (config-2) on its disk {dev}")
+        parsed = iso.read_config_drive(part)
+        return parsed["user_data"], parsed["meta_data"] or {}, parsed["network_data"]
+
+    return read
+
+
 def ironic_hosts(cfg: LabConfig, conn) -> list[Host]:
     # the raw listing: provision_updated_at (not on openstacksdk's Node) tells one deploy from the next
     resp = conn.baremetal.get("/nodes/detail", microversion="1.78")
@@ -136,10 +160,12 @@ def ironic_hosts(cfg: LabConfig, conn) -> list[Host]:
         if node["driver"] == "redfish":
             system_id = (node.get("driver_info") or {}).get("redfish_system_id") or ""
             system_uuid = system_id.rstrip("/").rsplit("/", 1)[-1] or None
-        if system_uuid:
-            reader = _redfish_reader(cfg, system_uuid)
+        if system_uuid and node.get("deploy_interface") == "direct":
+            reader, source = _disk_reader(cfg, system_uuid), "disk"
+        elif system_uuid:
+            reader, source = _redfish_reader(cfg, system_uuid), "virtual-media"
         else:
-            reader = _fake_reader(cfg, node)
+            reader, source = _fake_reader(cfg, node), "lab"
         out.append(
             Host(
                 key=f"ironic/{node['uuid']}",
@@ -150,7 +176,9 @@ def ironic_hosts(cfg: LabConfig, conn) -> list[Host]:
                 instance=f"{node['uuid']}@{node.get('provision_updated_at')}" if provisioned else None,
                 ip=by_mac.get(ports.get(node["uuid"], "")),
                 system_uuid=system_uuid,
+                busy=bool(node.get("reservation")),
                 read=reader,
+                source=source,
             )
         )
     return out

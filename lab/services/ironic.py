@@ -104,6 +104,7 @@ def up(cfg: LabConfig) -> dict:
     t0 = time.monotonic()
     installed = install.ensure_debian_packages(cfg)
     venv = install.ensure_venv(cfg)
+    install.ensure_ipa_venv(cfg)
     t_install = time.monotonic() - t0
 
     mariadb.up(cfg)

@@ -15,7 +15,7 @@ import sys
 
 from lab import process
 from lab.config import REPO, LabConfig
-from lab.nodesim import client, clusters, etcd
+from lab.nodesim import agent, client, clusters, etcd
 
 NAME = "nodesim"
 
@@ -46,13 +46,15 @@ def up(cfg: LabConfig) -> dict:
 
 
 def _workload_processes(cfg: LabConfig) -> list[str]:
-    return clusters.running_names(cfg) + etcd.running_names(cfg)
+    return clusters.running_names(cfg) + etcd.running_names(cfg) + agent.running_names(cfg)
 
 
 def down(cfg: LabConfig) -> None:
     process.stop(cfg, NAME)
     for name in _workload_processes(cfg):
         process.stop(cfg, name)
+    # the hosts' disks keep their files (what is written on them survives a lab restart, as on a host)
+    agent.detach_disks(cfg)
 
 
 def status(cfg: LabConfig) -> dict:
@@ -81,6 +83,7 @@ def reset(cfg: LabConfig) -> None:
     process.stop(cfg, NAME)
     for name in _workload_processes(cfg):
         process.stop(cfg, name)
+    agent.detach_disks(cfg, remove=True)
     shutil.rmtree(cfg.data(NAME), ignore_errors=True)
     for prefix in (clusters.PREFIX, etcd.PREFIX):
         for path in (cfg.root / "data").glob(prefix + "*"):

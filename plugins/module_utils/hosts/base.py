@@ -59,6 +59,7 @@ Get one with ``get_driver(name, options)``.  The contract every driver keeps:
 from __future__ import annotations
 
 import json
+import threading
 from typing import Protocol
 
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound
@@ -201,6 +202,40 @@ def failed(bmh: dict) -> bool:
     """The host reports an error (status.errorType / errorMessage set)."""
     status = bmh.get("status") or {}
     return bool(status.get("errorType") or status.get("errorMessage"))
+
+
+class NewErrors:
+    """Which hosts' errors are new in one run: a task fails a host on those only (an error the host already had
+    is BMO's backoff at work, retried, not a failure of this run).
+
+    BMO zeroes errorCount when a deprovision completes and keeps the message until the next attempt succeeds:
+    a count back at 0 is no new error, but a failure after it is, even with the same message.
+    """
+
+    def __init__(self):
+        self._first: dict = {}
+        self._reset: set = set()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _error(status: dict | None) -> tuple[int, str]:
+        status = status or {}
+        return int(status.get("errorCount") or 0), status.get("errorMessage") or ""
+
+    def start(self, key, status: dict | None) -> None:
+        """The host's error as this run first sees it (a later call for the same host changes nothing)."""
+        with self._lock:
+            self._first.setdefault(key, self._error(status))
+
+    def is_new(self, key, status: dict | None) -> bool:
+        """Whether ``status`` (a BareMetalHost's, or its summary) holds an error this run did not start with."""
+        count, msg = self._error(status)
+        with self._lock:
+            count0, msg0 = self._first.setdefault(key, (count, msg))
+            if not count:
+                self._reset.add(key)
+            again = key in self._reset and count > 0  # the same error again, from a new attempt
+            return bool(msg) and (count > count0 or msg != msg0 or again)
 
 
 def paused(bmh: dict) -> bool:

@@ -190,19 +190,15 @@ def reconcile(
     progress=None,
 ) -> list[runner.Result]:
     """Run the driver over many hosts at once; a host whose error is new in this run fails with it."""
-    start_errors = {}
+    errors = base.NewErrors()
     for ns, name in keys:
-        host = get(store, "BareMetalHost", name, ns)
-        status = (host or {}).get("status") or {}
-        start_errors[(ns, name)] = (status.get("errorCount") or 0, status.get("errorMessage") or "")
+        errors.start((ns, name), (get(store, "BareMetalHost", name, ns) or {}).get("status"))
 
     def step(k):
         out = driver.delete(store, k) if delete else driver.reconcile(store, k)
         info = out.data.get("host") or {}
-        if not delete and info.get("errorMessage"):
-            count0, msg0 = start_errors[k]
-            if info.get("errorCount", 0) > count0 or info["errorMessage"] != msg0:
-                raise HostFailed(f"{info['errorType']}: {info['errorMessage']}", obj=f"BareMetalHost {k[0]}/{k[1]}")
+        if errors.is_new(k, info) and not delete:
+            raise HostFailed(f"{info['errorType']}: {info['errorMessage']}", obj=f"BareMetalHost {k[0]}/{k[1]}")
         if wait_state and not delete:
             out.done = info.get("state") == wait_state and not info.get("errorType")
             if out.done:

@@ -46,11 +46,6 @@ from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 KIND = "Metal3Machine"
 
 
-def _error_of(host: dict) -> tuple:
-    status = host.get("status") or {}
-    return status.get("errorCount") or 0, status.get("errorMessage") or ""
-
-
 class MachineManager:
     """Reconciles Metal3Machines against a store, a host driver and the workload clusters."""
 
@@ -81,7 +76,7 @@ class MachineManager:
         # once, the error on the host and in the result; a later run lets the host driver retry it, with
         # BMO's backoff, as baremetal-operator does.
         self.fail_on_host_error = fail_on_host_error
-        self._seen_errors: dict = {}
+        self._errors = hosts.NewErrors()
         # "running": until the Machine has its Node; "provisioned": until the host is provisioned.
         self.wait_for = wait_for
         # Check mode: hosts already promised to other machines of this batch, so each gets its own.
@@ -277,10 +272,11 @@ class MachineManager:
         if status.get("addresses") != addresses:
             status["addresses"] = addresses
         self._cond(after, names.ASSOCIATE_BMH, True, names.ASSOCIATE_BMH_SUCCESS_REASON)
-        with self._lock:  # the host's error when this run first saw it: only a new one fails the machine
-            self._seen_errors.setdefault(hosts.key(host), _error_of(host))
+        # the host's error when this run first saw it: only a new one fails the machine
+        self._errors.start(hosts.key(host), host.get("status"))
         step = self.driver.reconcile(self.store, host) if hosts.state(host) != names.BMH_STATE_PROVISIONED else None
         host = self.store.get(hosts.KIND, meta.name(host), ns)
+        new_error = self._errors.is_new(hosts.key(host), host.get("status"))
         if hosts.state(host) != names.BMH_STATE_PROVISIONED or not hosts.image_deployed(host):
             self._cond(after, names.READY, False, names.NOT_READY_REASON, f"host {meta.name(host)} not provisioned")
             self._save(m3m, after, check)
@@ -288,7 +284,7 @@ class MachineManager:
             msg = (step.message if step else "") or f"host {meta.name(host)} is {summary['state']}"
             if hosts.failed(host):
                 msg = f"host {meta.name(host)}: {summary['errorType']}: {summary['errorMessage']}"
-                if self.fail_on_host_error and _error_of(host) != self._seen_errors.get(hosts.key(host)):
+                if self.fail_on_host_error and new_error:
                     raise CapiError(msg, obj=meta.ref(after))
             poll = step.requeue_after if step and step.requeue_after is not None else 2
             report = host_ref.report(after, host, hostStatus=summary)

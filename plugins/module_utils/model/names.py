@@ -207,6 +207,8 @@ BMH_ERROR_POWER = "power management error"
 BMH_ERROR_PROVISIONED_REGISTRATION = "provisioned registration error"
 BMH_ERROR_DETACH = "detach error"
 BMH_ERROR_SERVICING = "servicing error"
+# BMO --max-provisioning-retries: failed deploys of one image before provisioning stops (0: no limit)
+BMH_MAX_PROVISIONING_RETRIES = 5
 
 # BareMetalHost status.operationalStatus
 BMH_OPERATIONAL_OK = "OK"

@@ -26,6 +26,10 @@ from lab.ironic import hosts as lab_hosts
 
 
 class HostLab:
+    def driver_options(self) -> dict:
+        """The ironic driver's lab option: Redfish hosts deploy with the ramdisk interface from the boot ISO."""
+        return {"boot_iso": self.inv["images"]["boot_iso"]}
+
     def __init__(self, cfg, inventory: dict, tmp_path: Path):
         self.cfg = cfg
         self.inv = inventory
@@ -57,7 +61,7 @@ class HostLab:
                     "group/baremetal.capi.capi": {"store": {"path": self.db, "namespace": self.ns}},
                     "baremetal.capi.baremetalhost": {
                         "store": {"path": self.db, "namespace": self.ns},
-                        "boot_iso": self.inv["images"]["boot_iso"],
+                        **self.driver_options(),
                         "poll": 1,
                         **({} if "OS_CLOUD" in (env or {}) else {"ironic_url": self.inv["ironic"]["url"]}),
                     },

@@ -173,12 +173,16 @@ def test_deploy_fault_surfaces_ironic_error_and_a_later_run_recovers(hostlab):
     assert "Virtual media mount failed" in ironic_words, msg
     assert ironic_words in failed["msg"]
     assert bmh["status"]["errorCount"] >= 1
+    # BMO's retry limit counts the failed attempt and the image it tried
+    assert bmh["status"]["provisioningFailCount"] == 1
+    assert bmh["status"]["lastAttemptedImage"]["url"] == spec["spec"]["image"]["url"]
 
     faults.clear(hl.cfg, h["uuid"])
     (ok,) = hl.play([{"baremetal.capi.baremetalhost": {"hosts": [spec], "wait": True}}])
     assert ok["hosts"][0]["state"] == "provisioned"
     bmh = hl.bmh(h["name"])
     assert not bmh["status"].get("errorType") and bmh["status"]["errorCount"] == 0
+    assert "provisioningFailCount" not in bmh["status"] and "lastAttemptedImage" not in bmh["status"]
     assert hl.node(h["name"]).provision_state == "active" and hl.system_power(i) == "On"
 
 

@@ -105,3 +105,22 @@ def test_external_driver_reads_status_only(tmp_path):
     store.update(held)
     assert drv.delete(store, ("ns", "h")).done
     store.close()
+
+
+def test_new_errors_a_count_back_at_zero_is_none_but_a_failure_after_it_is():
+    errors = base.NewErrors()
+    k, msg = ("ns", "h0"), "Image provisioning failed (url: u, checksum: c): checksum mismatch"
+    errors.start(k, {"errorCount": 1, "errorMessage": msg})  # the run starts with an earlier failure
+    assert not errors.is_new(k, {"errorCount": 1, "errorMessage": msg})  # BMO's backoff, then its retry
+    assert not errors.is_new(k, {"errorCount": 0, "errorMessage": msg})  # deprovisioned: the message stays
+    assert errors.is_new(k, {"errorCount": 1, "errorMessage": msg})  # the retry failed the same way
+    assert not errors.is_new(k, {"errorCount": 0, "errorMessage": ""})  # provisioned: no error
+
+
+def test_new_errors_another_message_or_a_higher_count_is_new():
+    errors = base.NewErrors()
+    errors.start("a", {"errorCount": 2, "errorMessage": "x"})
+    assert errors.is_new("a", {"errorCount": 3, "errorMessage": "x"})
+    errors.start("b", {"errorCount": 2, "errorMessage": "x"})
+    assert errors.is_new("b", {"errorCount": 2, "errorMessage": "y"})
+    assert errors.is_new("c", {"errorCount": 1, "errorMessage": "z"}) is False  # first seen: what the run starts with

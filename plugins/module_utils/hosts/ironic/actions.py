@@ -191,15 +191,38 @@ def _available(ctx):
         return ctx.set_state(S.BMH_STATE_EXTERNALLY_PROVISIONED)
     if annotations.get(S.INSPECT_ANNOTATION, "disabled") != "disabled":
         return ctx.set_state(S.BMH_STATE_INSPECTING)
+    _reset_fail_count_on_new_image(ctx)
     if ctx.spec.get("online") and base.has_image(ctx.view()) and not base.image_deployed(ctx.view()):
         try:
             cd.validate_image(ctx.spec.get("image"), ctx.spec.get("customDeploy"))
         except Invalid as exc:
             return ctx.set_error(S.BMH_ERROR_PROVISIONING, str(exc))
+        limit, failed = ctx.driver.max_provisioning_retries, int(ctx.status.get("provisioningFailCount") or 0)
+        if limit and failed >= limit:
+            # BMO (--max-provisioning-retries): the same image is not deployed again; a new image or none resets it
+            url = (ctx.spec.get("image") or {}).get("url")
+            return ctx.set_error(
+                S.BMH_ERROR_PROVISIONING,
+                f"provisioning failed {failed} times (the limit is {limit}) with image {url}: not retried until "
+                "the image changes",
+            )
         # an earlier provisioning error stays visible until this attempt succeeds
         ctx.status["provisioning"]["bootMode"] = ctx.spec.get("bootMode") or "UEFI"
         return ctx.set_state(S.BMH_STATE_PROVISIONING)
     return power(ctx)
+
+
+def _image(ctx) -> dict:
+    return {k: v for k, v in (ctx.spec.get("image") or {}).items() if v}
+
+
+def _reset_fail_count_on_new_image(ctx) -> None:
+    """BMO: provisioningFailCount counts failed deploys of one image; another image, or none, starts again."""
+    image = _image(ctx)
+    if ctx.status.get("provisioningFailCount") and (not image or ctx.status.get("lastAttemptedImage") != image):
+        ctx.status.pop("provisioningFailCount", None)
+        ctx.status.pop("lastAttemptedImage", None)
+        ctx.say("provisioningFailCount reset: the image changed")
 
 
 def _same_image(ctx) -> bool:
@@ -223,6 +246,10 @@ def _provisioning(ctx):
     if state == "deploy failed":
         msg = f"Image provisioning failed (url: {image.get('url')}, checksum: {image.get('checksum')}): "
         wait = ctx.set_error(S.BMH_ERROR_PROVISIONING, msg + (ctx.ironic_error() or "deploy failed"))
+        # BMO handleProvisioning: a failed attempt counts across deprovision cycles (errorCount does not)
+        ctx.status["provisioningFailCount"] = int(ctx.status.get("provisioningFailCount") or 0) + 1
+        if _image(ctx):
+            ctx.status["lastAttemptedImage"] = _image(ctx)
         ctx.set_state(S.BMH_STATE_DEPROVISIONING, "provisioning failed")
         return wait
     if state == "active":
@@ -230,6 +257,8 @@ def _provisioning(ctx):
         if (ctx.spec.get("customDeploy") or {}).get("method"):
             ctx.status["provisioning"]["customDeploy"] = dict(ctx.spec["customDeploy"])
         ctx.clear_error()
+        ctx.status.pop("provisioningFailCount", None)
+        ctx.status.pop("lastAttemptedImage", None)
         ctx.status["poweredOn"] = node.power_state == "power on"
         return ctx.set_state(S.BMH_STATE_PROVISIONED)
     if state == "error":

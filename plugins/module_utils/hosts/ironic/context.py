@@ -106,8 +106,13 @@ class Ctx:
         self.messages.append(msg)
 
     def set_error(self, error_type: str, message: str) -> float:
-        """BMO setErrorMessage: type, message, count+1; the step backs off."""
-        if self.status.get("errorType") != error_type or self.status.get("errorMessage") != message:
+        """BMO setErrorMessage: type, message, count+1; the step backs off.
+
+        The same error seen again by a later poll is not counted again, but one after the count went back to 0
+        (BMO zeroes it when deprovisioning completes) is a new failure: a retry that failed the same way.
+        """
+        same = self.status.get("errorType") == error_type and self.status.get("errorMessage") == message
+        if not same or not self.status.get("errorCount"):
             self.status["errorCount"] = int(self.status.get("errorCount") or 0) + 1
         self.status["errorType"] = error_type
         self.status["errorMessage"] = message

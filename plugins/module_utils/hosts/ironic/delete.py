@@ -85,6 +85,9 @@ def deprovisioning(ctx):
             ctx.status["provisioning"].pop(k, None)
         ctx.status["provisioning"]["rootDeviceHints"] = ctx.spec.get("rootDeviceHints") or dict(cd.DEFAULT_ROOT_DEVICE)
         ctx.update_meta(lambda o: (o["metadata"].get("annotations") or {}).pop(S.REBOOT_ANNOTATION, None) is not None)
+        # BMO hsm handleDeprovisioning: a completed deprovision zeroes errorCount (the message stays until the
+        # next attempt succeeds), so the next failure counts from 1 again
+        ctx.status["errorCount"] = 0
         if meta.is_deleting(ctx.host):
             return ctx.set_state(S.BMH_STATE_POWERING_OFF_BEFORE_DELETE)
         return ctx.set_state(S.BMH_STATE_AVAILABLE, "deprovisioned")

@@ -17,6 +17,9 @@ Options (``hosts.drivers.get_driver("ironic", options)``):
                      agent ramdisk (the lab).  Not a BMO behaviour.
 ``deploy_kernel``, ``deploy_ramdisk``, ``deploy_iso``
                      BMO's DEPLOY_KERNEL_URL / DEPLOY_RAMDISK_URL / DEPLOY_ISO_URL.
+``max_provisioning_retries``
+                     BMO's --max-provisioning-retries: failed deploys of one image after
+                     which the host is not provisioned again (default 5; 0: no limit).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.acti
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base, transient
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.context import NOW, Ctx
-from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
+from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
 from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 
 # A step goes on at once after an action that needs no waiting, up to this many times.
@@ -73,6 +76,7 @@ class IronicDriver:
         deploy_kernel: str | None = None,
         deploy_ramdisk: str | None = None,
         deploy_iso: str | None = None,
+        max_provisioning_retries: int = names.BMH_MAX_PROVISIONING_RETRIES,
         **unknown,
     ):
         if unknown:
@@ -84,6 +88,9 @@ class IronicDriver:
                 "the ironic host driver needs a cloud (or OS_CLOUD) or an ironic_url", field="host_driver_options"
             )
         self.poll = float(poll)
+        self.max_provisioning_retries = int(max_provisioning_retries)
+        if self.max_provisioning_retries < 0:
+            raise Invalid("max_provisioning_retries must be 0 (no limit) or more", field="host_driver_options")
         self.boot_iso = boot_iso
         self.deploy_images = {
             "deploy_kernel": deploy_kernel,
