@@ -21,7 +21,7 @@ from lab.ironic import hosts as lab_hosts
 from lab.ironic import iso
 from lab.nodesim import agent
 from lab.nodesim import client as nodesim
-from tests.integration.e2e.conftest import E2E, free_endpoint, new_names
+from tests.integration.e2e.conftest import E2E, free_endpoint, new_names, prov_network
 from tests.integration.net import LOOP
 
 from .test_agent_hosts import bmc_macs
@@ -53,16 +53,7 @@ def description(al, name: str, ns: str, endpoint: str, octet: int) -> dict:
         "control_plane_endpoint": {"host": endpoint, "port": 6443},
         "control_plane": {"replicas": 1, "image": image},
         "workers": [{"name": "md-0", "replicas": 2, "image": image}],
-        "ip_pools": [{"name": f"{name}-prov", "spec": {"namePrefix": f"{name}-prov", "prefix": 24,
-                      "pools": [{"start": f"{LOOP}.{octet}.100", "end": f"{LOOP}.{octet}.120"}]}}],
-        "data_template": {"spec": {
-            "metaData": {"strings": [{"key": "cluster", "value": name}]},
-            "networkData": {
-                "links": {"ethernets": [
-                    {"type": "phy", "id": "enp1s0", "macAddress": {"fromHostInterface": "enp1s0"}}]},
-                "networks": {"ipv4": [{"id": "prov", "link": "enp1s0", "ipAddressFromIPPool": f"{name}-prov"}]},
-            },
-        }},
+        **prov_network(name, octet),
         "hosts": hosts,
     }  # fmt: skip
 

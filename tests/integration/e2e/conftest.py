@@ -190,6 +190,23 @@ class E2E:
         return out
 
 
+def prov_network(name: str, octet: int) -> dict:
+    """A test cluster's provisioning network: an IPPool on the lab's ``LOOP.<octet>.0/24`` and the
+    Metal3DataTemplate that gives enp1s0 an address from it."""
+    return {
+        "ip_pools": [{"name": f"{name}-prov", "spec": {"namePrefix": f"{name}-prov", "prefix": 24,
+                      "pools": [{"start": f"{LOOP}.{octet}.100", "end": f"{LOOP}.{octet}.120"}]}}],
+        "data_template": {"spec": {
+            "metaData": {"strings": [{"key": "cluster", "value": name}]},
+            "networkData": {
+                "links": {"ethernets": [
+                    {"type": "phy", "id": "enp1s0", "macAddress": {"fromHostInterface": "enp1s0"}}]},
+                "networks": {"ipv4": [{"id": "prov", "link": "enp1s0", "ipAddressFromIPPool": f"{name}-prov"}]},
+            },
+        }},
+    }  # fmt: skip
+
+
 def metal3_description(name: str, ns: str, endpoint: str, inv: dict, octet: int, hosts: int = 4) -> dict:
     """A 1 control-plane + 1 worker Metal3 cluster on ``hosts`` fake-hardware lab hosts, addresses from one IPPool
     (127.0.<octet>.100-120) through ipAddressFromIPPool."""
@@ -213,16 +230,7 @@ def metal3_description(name: str, ns: str, endpoint: str, inv: dict, octet: int,
         "control_plane_endpoint": {"host": endpoint, "port": 6443},
         "control_plane": {"replicas": 1, "image": image, "automated_cleaning_mode": "disabled"},
         "workers": [{"name": "md-0", "replicas": 1, "image": image, "automated_cleaning_mode": "disabled"}],
-        "ip_pools": [{"name": f"{name}-prov", "spec": {"namePrefix": f"{name}-prov", "prefix": 24,
-                      "pools": [{"start": f"{LOOP}.{octet}.100", "end": f"{LOOP}.{octet}.120"}]}}],
-        "data_template": {"spec": {
-            "metaData": {"strings": [{"key": "cluster", "value": name}]},
-            "networkData": {
-                "links": {"ethernets": [
-                    {"type": "phy", "id": "enp1s0", "macAddress": {"fromHostInterface": "enp1s0"}}]},
-                "networks": {"ipv4": [{"id": "prov", "link": "enp1s0", "ipAddressFromIPPool": f"{name}-prov"}]},
-            },
-        }},
+        **prov_network(name, octet),
         "hosts": host_list,
         # the user's own user data around what CABPK renders (cluster_machines renders it in its rounds)
         "kubeadm": {"user_data_template": "$kubeadm_user_data\n# baremetal.capi e2e: $role $namespace/$machine\n"},

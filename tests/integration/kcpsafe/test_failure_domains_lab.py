@@ -15,7 +15,7 @@ import random
 import pytest
 import requests
 
-from tests.integration.e2e.conftest import E2E, free_endpoint, new_names
+from tests.integration.e2e.conftest import E2E, free_endpoint, new_names, prov_network
 from tests.integration.net import LOOP
 
 pytestmark = pytest.mark.timeout(2400)
@@ -49,16 +49,7 @@ def _metal3_description(name, ns, endpoint, inv, octet):
         "control_plane": {"replicas": 3, "image": image, "automated_cleaning_mode": "disabled",
                           "failure_domains": list(DOMAINS)},
         "workers": [],
-        "ip_pools": [{"name": f"{name}-prov", "spec": {"namePrefix": f"{name}-prov", "prefix": 24,
-                      "pools": [{"start": f"{LOOP}.{octet}.100", "end": f"{LOOP}.{octet}.120"}]}}],
-        "data_template": {"spec": {
-            "metaData": {"strings": [{"key": "cluster", "value": name}]},
-            "networkData": {
-                "links": {"ethernets": [
-                    {"type": "phy", "id": "enp1s0", "macAddress": {"fromHostInterface": "enp1s0"}}]},
-                "networks": {"ipv4": [{"id": "prov", "link": "enp1s0", "ipAddressFromIPPool": f"{name}-prov"}]},
-            },
-        }},
+        **prov_network(name, octet),
         "hosts": hosts,
     }  # fmt: skip
 
