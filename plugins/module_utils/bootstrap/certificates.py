@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import functools
 import socket
 import ssl
 
@@ -55,8 +56,12 @@ def _not_after(pem: str) -> datetime.datetime:
     return x509.load_pem_x509_certificate(pem.encode()).not_valid_after_utc
 
 
+@functools.lru_cache(maxsize=64)
 def client_cert_expiry(kubeconfig_text: str) -> datetime.datetime | None:
-    """The earliest client-certificate expiry among the kubeconfig's users, or None when it has none."""
+    """The earliest client-certificate expiry among the kubeconfig's users, or None when it has none.
+
+    Kept per kubeconfig text: every KubeadmConfig of a cluster asks about the same kubeconfig in one run.
+    """
     config = yaml.safe_load(kubeconfig_text) or {}
     out = None
     for user in config.get("users") or []:

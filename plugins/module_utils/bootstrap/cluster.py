@@ -28,10 +28,12 @@ def workload_tokens(store, cluster: dict, kubeconfig: str | None = None) -> Work
     if not kubeadm.control_plane_initialized(cluster):
         return None
     try:
-        client = wl.client_for(store, meta.name(cluster), meta.namespace(cluster), kubeconfig)
+        text = wl.kubeconfig_text(store, meta.name(cluster), meta.namespace(cluster), kubeconfig)
     except NotFound:
         return None
-    return WorkloadTokens(client.core_v1())
+    # the client (and the kubernetes import under it) only once a token is read or written: a run whose
+    # machines all have their Nodes touches no token
+    return WorkloadTokens(make_core_v1=lambda: wl.cached_client(text).core_v1())
 
 
 def reconcile_configs(

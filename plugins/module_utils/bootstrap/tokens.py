@@ -28,18 +28,21 @@ class WorkloadTokens:
 
     namespace = "kube-system"
 
-    def __init__(self, core_v1):
-        self.core = core_v1
+    def __init__(self, core_v1=None, *, make_core_v1=None):
+        """``core_v1``: a CoreV1Api; or ``make_core_v1``, a function that makes one at the first token call."""
+        self._core, self._make_core = core_v1, make_core_v1
         for name in ("create", "expiration", "set_expiration"):
             setattr(self, name, self._requeue_unreachable(getattr(self, name)))
 
     @staticmethod
     def _requeue_unreachable(fn):
-        from ansible_collections.baremetal.capi.plugins.module_utils.errors import Requeue
+        from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, Requeue
 
         def call(*args):
             try:
                 return fn(*args)
+            except Invalid:  # an unusable kubeconfig (the client is made at the first call): not a network blip
+                raise
             except _api_exception() as exc:
                 # a workload API whose etcd or apiserver is not (yet) serving answers 5xx
                 if getattr(exc, "status", None) in (0, 500, 502, 503, 504):
@@ -49,6 +52,12 @@ class WorkloadTokens:
                 raise Requeue(f"workload API unreachable: {type(exc).__name__}", after=5) from None
 
         return call
+
+    @property
+    def core(self):
+        if self._core is None:
+            self._core = self._make_core()
+        return self._core
 
     def create(self, secret: dict) -> None:
         try:

@@ -73,17 +73,23 @@ def client_for(store, cluster_name: str, namespace: str, kubeconfig: str | None 
     ``kubeconfig`` overrides the Secret: kubeconfig text, or a path to a file.
     Raises NotFound when the Secret does not exist (the control plane is not up yet).
     """
-    if kubeconfig:
-        text = kubeconfig
-        if "\n" not in kubeconfig and not kubeconfig.lstrip().startswith("{"):
-            try:
-                with open(kubeconfig, encoding="utf-8") as fh:
-                    text = fh.read()
-            except OSError as exc:
-                raise Invalid(f"cannot read kubeconfig {kubeconfig}: {exc}", field="kubeconfig") from None
-    else:
-        text = kubeconfig_from_store(store, cluster_name, namespace)
-    return cached_client(text)
+    return cached_client(kubeconfig_text(store, cluster_name, namespace, kubeconfig))
+
+
+def kubeconfig_text(store, cluster_name: str, namespace: str, kubeconfig: str | None = None) -> str:
+    """The kubeconfig :func:`client_for` would use, read without building a client (no ``kubernetes`` import).
+
+    Raises NotFound when the Secret does not exist (the control plane is not up yet).
+    """
+    if not kubeconfig:
+        return kubeconfig_from_store(store, cluster_name, namespace)
+    if "\n" in kubeconfig or kubeconfig.lstrip().startswith("{"):
+        return kubeconfig
+    try:
+        with open(kubeconfig, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise Invalid(f"cannot read kubeconfig {kubeconfig}: {exc}", field="kubeconfig") from None
 
 
 def cached_client(kubeconfig_text: str) -> WorkloadClient:
@@ -113,11 +119,13 @@ def _selector_string(selector) -> str | None:
 
 
 class WorkloadClient:
-    """Nodes of one workload cluster, through the ``kubernetes`` client."""
+    """Nodes of one workload cluster, through the ``kubernetes`` client's ApiClient (its configuration, auth,
+    TLS and REST layer). The calls go through :meth:`request` rather than the generated ``CoreV1Api``: that one
+    module takes longer to import than the rest of the client, in every process that talks to a workload API,
+    and every answer is read as JSON here anyway (no model objects)."""
 
     def __init__(self, kubeconfig_text: str):
         import yaml
-        from kubernetes import client as k8s
         from kubernetes import config as kconfig
 
         try:
@@ -126,11 +134,15 @@ class WorkloadClient:
         except Exception as exc:  # the kubernetes loader raises many kinds
             raise Invalid(f"unusable workload kubeconfig: {exc}", field="kubeconfig") from None
         self.server = api_client.configuration.host
-        self._core = k8s.CoreV1Api(api_client)
-        self._version = k8s.VersionApi(api_client)
+        self._api = api_client
+        self._core = None
 
     def core_v1(self):
         """The kubernetes CoreV1Api of this workload cluster (bootstrap tokens live in its kube-system)."""
+        if self._core is None:
+            from kubernetes import client as k8s
+
+            self._core = k8s.CoreV1Api(self._api)
         return self._core
 
     # -- the error mapping ------------------------------------------------------
@@ -168,17 +180,14 @@ class WorkloadClient:
 
     def list_nodes(self, label_selector=None) -> list[dict]:
         """Nodes matching a label selector (string, LabelSelector mapping or label map)."""
-        kwargs = {}
         sel = _selector_string(label_selector)
-        if sel:
-            kwargs["label_selector"] = sel
-        out = self._call("list Nodes", self._core.list_node, **kwargs)
+        out = self._get("list Nodes", "/api/v1/nodes", query={"labelSelector": sel} if sel else None)
         return sorted(out.get("items") or [], key=lambda n: n["metadata"]["name"])
 
     def get_node(self, name: str) -> dict | None:
         """The Node, or None when it does not exist."""
         try:
-            return self._call(f"Node {name}", self._core.read_node, name)
+            return self._get(f"Node {name}", f"/api/v1/nodes/{_seg(name)}")
         except NotFound:
             return None
 
@@ -191,17 +200,18 @@ class WorkloadClient:
         body = json.loads(json.dumps(patch))
         if resource_version:
             body.setdefault("metadata", {})["resourceVersion"] = str(resource_version)
-        return self._call(f"Node {name}", self._core.patch_node, name, body, _content_type=MERGE_PATCH)
+        return self._send(f"Node {name}", "PATCH", f"/api/v1/nodes/{_seg(name)}", body, content_type=MERGE_PATCH)
 
     def label_namespace(self, name: str, labels: dict, check: bool = False) -> bool:
         """Merge ``labels`` into a Namespace's labels (CAPMAAS marks kube-system); True if that changes it."""
-        ns = self._call(f"Namespace {name}", self._core.read_namespace, name)
+        ns = self._get(f"Namespace {name}", f"/api/v1/namespaces/{_seg(name)}")
         have = (ns.get("metadata") or {}).get("labels") or {}
         if all(have.get(k) == v for k, v in labels.items()):
             return False
         if not check:
             patch = {"metadata": {"labels": labels}}
-            self._call(f"Namespace {name}", self._core.patch_namespace, name, patch, _content_type=MERGE_PATCH)
+            self._send(f"Namespace {name}", "PATCH", f"/api/v1/namespaces/{_seg(name)}", patch,
+                       content_type=MERGE_PATCH)  # fmt: skip
         return True
 
     def set_provider_id(self, name: str, provider_id: str) -> dict:
@@ -211,8 +221,9 @@ class WorkloadClient:
         """kube-system/kubeadm-config exists: kubeadm init has uploaded its configuration (KCP's
         ClusterStatus.HasKubeadmConfig, what marks the control plane initialized)."""
         try:
-            self._call("ConfigMap kube-system/kubeadm-config", self._core.read_namespaced_config_map,
-                       "kubeadm-config", "kube-system")  # fmt: skip
+            self._get(
+                "ConfigMap kube-system/kubeadm-config", "/api/v1/namespaces/kube-system/configmaps/kubeadm-config"
+            )
         except NotFound:
             return False
         return True
@@ -220,22 +231,20 @@ class WorkloadClient:
     def delete_node(self, name: str) -> bool:
         """Delete the Node; False if it was already gone."""
         try:
-            self._call(f"Node {name}", self._core.delete_node, name)
+            self._send(f"Node {name}", "DELETE", f"/api/v1/nodes/{_seg(name)}")
         except NotFound:
             return False
         return True
 
     def server_version(self) -> str:
-        return self._call("version", self._version.get_code).get("gitVersion", "")
+        return self._get("version", "/version").get("gitVersion", "")
 
     # -- drain: the Node's pods and volume attachments ------------------------------------------
 
     def pods_on_node(self, node_name: str) -> list[dict]:
         """Every Pod bound to the Node, all namespaces."""
-        out = self._call(
-            f"Pods on Node {node_name}",
-            self._core.list_pod_for_all_namespaces,
-            field_selector=f"spec.nodeName={node_name}",
+        out = self._get(
+            f"Pods on Node {node_name}", "/api/v1/pods", query={"fieldSelector": f"spec.nodeName={node_name}"}
         )
         return out.get("items") or []
 
@@ -248,19 +257,15 @@ class WorkloadClient:
         if grace_period_seconds is not None:
             body["deleteOptions"] = {"gracePeriodSeconds": grace_period_seconds}
         try:
-            self._call(
-                f"evict Pod {namespace}/{name}", self._core.create_namespaced_pod_eviction, name, namespace, body
-            )
+            path = f"/api/v1/namespaces/{_seg(namespace)}/pods/{_seg(name)}/eviction"
+            self._send(f"evict Pod {namespace}/{name}", "POST", path, body)
         except NotFound:
             return False
         return True
 
     def volume_attachments(self, node_name: str) -> list[str]:
         """The names of the VolumeAttachments to the Node."""
-        from kubernetes import client as k8s
-
-        storage = k8s.StorageV1Api(self._core.api_client)
-        out = self._call("list VolumeAttachments", storage.list_volume_attachment)
+        out = self._get("list VolumeAttachments", "/apis/storage.k8s.io/v1/volumeattachments")
         return sorted(
             va["metadata"]["name"]
             for va in out.get("items") or []
@@ -271,9 +276,16 @@ class WorkloadClient:
 
     def request(self, method: str, path: str, body=None, *, content_type: str = "application/json", query=None):
         """One REST call on the workload API; the JSON answer (errors mapped as for the other calls)."""
+        return self._send(f"{method} {path}", method, path, body, content_type=content_type, query=query)
+
+    def _get(self, what: str, path: str, query=None):
+        return self._send(what, "GET", path, query=query)
+
+    def _send(self, what: str, method: str, path: str, body=None, *, content_type: str = "application/json",
+              query=None):  # fmt: skip
         from kubernetes.client.exceptions import ApiException
 
-        api = self._core.api_client
+        api = self._api
 
         def send(_request_timeout=None, _preload_content=False):
             # the generated API methods' two halves: serialize (auth, query), then send; errors raised as theirs
@@ -292,7 +304,14 @@ class WorkloadClient:
                 raise ApiException(http_resp=resp)
             return resp
 
-        return self._call(f"{method} {path}", send)
+        return self._call(what, send)
+
+
+def _seg(name: str) -> str:
+    """One path segment of a REST URL (object names are DNS names, quoted anyway)."""
+    from urllib.parse import quote
+
+    return quote(str(name), safe="")
 
 
 def node_ready(node: dict) -> str:

@@ -60,3 +60,49 @@ def test_a_refusal_is_typed_forbidden_and_other_answers_are_not():
     with pytest.raises(CapiError, match="answered 500") as info:
         client._call("patch Node n", answer(500))
     assert not isinstance(info.value, Forbidden)
+
+
+def test_bootstrap_tokens_make_the_workload_client_at_the_first_token_call(monkeypatch):
+    """A run whose machines all have Nodes touches no bootstrap token, so it builds no workload client (and
+    does not import the kubernetes client for it); the first token call builds it, once."""
+    from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import cluster as bootstrap_cluster
+    from ansible_collections.baremetal.capi.plugins.module_utils.errors import Requeue
+
+    made = []
+
+    def cached_client(text):
+        made.append(text)
+        return wl.WorkloadClient(text)
+
+    monkeypatch.setattr(wl, "cached_client", cached_client)
+    initialized = {
+        "metadata": {"name": "c", "namespace": "ns"},
+        "status": {"initialization": {"controlPlaneInitialized": True}},
+    }
+    assert bootstrap_cluster.workload_tokens(None, {"metadata": initialized["metadata"]}, UNREACHABLE) is None
+    tokens = bootstrap_cluster.workload_tokens(None, initialized, UNREACHABLE)
+    assert tokens is not None and made == []
+
+    import urllib3.util.connection
+
+    def refused(address, *args, **kwargs):
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(urllib3.util.connection, "create_connection", refused)
+    for _ in range(2):
+        with pytest.raises(Requeue, match="workload API unreachable"):
+            tokens.expiration("abcdef")
+    assert made == [UNREACHABLE]
+
+
+def test_bootstrap_tokens_over_an_unusable_kubeconfig_fail_instead_of_waiting():
+    from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import cluster as bootstrap_cluster
+    from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
+
+    initialized = {
+        "metadata": {"name": "c", "namespace": "ns"},
+        "status": {"initialization": {"controlPlaneInitialized": True}},
+    }
+    tokens = bootstrap_cluster.workload_tokens(None, initialized, "{clusters: []}")
+    with pytest.raises(Invalid, match="unusable workload kubeconfig"):
+        tokens.expiration("abcdef")

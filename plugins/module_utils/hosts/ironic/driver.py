@@ -97,12 +97,6 @@ class IronicDriver:
             "deploy_ramdisk": deploy_ramdisk,
             "deploy_iso": deploy_iso,
         }
-        # openstacksdk (and requests under it) imported once here, before worker threads import it at the same
-        # time and meet a partially initialised module
-        try:
-            import openstack  # noqa: F401  pylint: disable=unused-import
-        except ImportError:  # conn() reports it when a connection is needed
-            pass
         self._local = threading.local()
         self._conns: list = []
         self._lock = threading.Lock()
@@ -117,8 +111,12 @@ class IronicDriver:
     def conn(self):
         c = getattr(self._local, "conn", None)
         if c is None:
-            import openstack.config
-            from openstack import connection
+            with self._lock:
+                # openstacksdk (and requests under it) imported by one thread, not by worker threads at the
+                # same time (they met a partially initialised module); and only once a connection is needed,
+                # so a task with no host to move does not pay for the import
+                import openstack.config
+                from openstack import connection
 
             # 0 retries: a 409 is BMO's "busy, requeue", not something to sleep on inside a step
             kwargs = {"baremetal_status_code_retries": 0}
