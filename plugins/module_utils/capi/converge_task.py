@@ -59,6 +59,12 @@ def run(params: dict, store, ns: str, *, maas_options, check_mode: bool, progres
     from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import kubeadm
     from ansible_collections.baremetal.capi.plugins.module_utils.capi.converge import Converger
 
+    if int(params["workers"]) < 1:
+        raise Invalid(
+            f"{params['workers']} machines at the same time: give 1 or more",
+            obj=f"Cluster {ns}/{params['cluster']}",
+            field="workers",
+        )
     cluster = store.get("Cluster", params["cluster"], ns)
     infra_kind = ((cluster.get("spec") or {}).get("infrastructureRef") or {}).get("kind")
     provider = params["provider"] or _CLUSTER_KIND.get(infra_kind)

@@ -39,3 +39,17 @@ def test_a_timeout_names_each_waiting_machine_with_the_kubelets_reason():
 def test_converged_is_no_failure():
     report = {"done": True, "machines": [_row("w-1", True)], "messages": [], "rounds": 1}
     assert converge_task.outcome(_params(), "ns1", report, check_mode=False)[1] is None
+
+
+def test_no_machine_at_a_time_is_refused_before_the_store_is_read():
+    import pytest
+
+    from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
+
+    class _NoStore:  # any read or write would fail the test
+        def __getattr__(self, name):
+            raise AssertionError(f"the store was used: {name}")
+
+    with pytest.raises(Invalid) as err:
+        converge_task.run(_params(workers=0), _NoStore(), "ns1", maas_options=dict, check_mode=False)
+    assert err.value.field == "workers" and "Cluster ns1/c1" in str(err.value)

@@ -103,6 +103,9 @@ class IronicDriver:
         # keystoneauth's version discovery answers (GET / and GET /v1/), shared by the per-thread connections:
         # one discovery for the driver, not one per thread
         self._discovery_cache: dict = {}
+        # the first connection's discovery is made by one thread while the others wait for its answer (they
+        # started together and would each have asked: a GET / and a GET /v1/ per worker thread)
+        self._discovery_lock = threading.Lock()
         # (node id, MAC) pairs whose port register() has found or made in this driver's life
         self.ports_checked: set = set()
         self.transient = transient.Tracker("Ironic", base=max(self.poll / 2, 0.5))
@@ -128,7 +131,8 @@ class IronicDriver:
                 region = openstack.config.get_cloud_region(cloud=self.cloud, **kwargs)
             region._discovery_cache = self._discovery_cache  # as openstacksdk's own Connection.connect_as does
             c = connection.Connection(config=region)
-            _discover(c)
+            with self._discovery_lock:
+                _discover(c)
             self._local.conn = c
             with self._lock:
                 self._conns.append(c)
