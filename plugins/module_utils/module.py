@@ -142,6 +142,7 @@ def cluster_machines_argument_spec() -> dict:
         user_data_template=dict(type="str"),
         **wait_argument_spec(),
         workers=dict(type="int", default=8),
+        deregister_hosts=dict(type="list", elements="str", default=[]),
         stop_when=dict(
             type="str", choices=["converged", "control_plane_deployed", "workers_deleted"], default="converged"
         ),

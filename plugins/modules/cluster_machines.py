@@ -111,6 +111,16 @@ options:
     description: How many machines are reconciled at the same time.
     type: int
     default: 8
+  deregister_hosts:
+    description:
+      - BareMetalHosts (Metal3 clusters) deleted as soon as the Machine that consumed one is gone - deprovisioned,
+        powered off and their Ironic node deleted, as the P(baremetal.capi.baremetalhost#module) module's
+        V(absent) does - each on its own while the other machines are still deleted. Hosts of the list that no
+        deleted Machine consumed are left alone.
+      - The task converges only when each of them is gone too.
+    type: list
+    elements: str
+    default: []
 """
 
 EXAMPLES = r"""
@@ -180,6 +190,11 @@ steps:
   description: How many steps ran in all (the cluster-level ones and every machine's).
   returned: always
   type: int
+hosts_deleted:
+  description: The O(deregister_hosts) this task deleted.
+  returned: with O(wait)
+  type: list
+  elements: str
 """
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import converge_task  # noqa: E402

@@ -129,6 +129,7 @@ class Converger:
         token_ttl: int = 4 * 3600,
         kubeconfig: str | None = None,
         user_data_template=None,
+        deregister_hosts=(),
     ):
         self.store = store
         self.manager = manager
@@ -140,6 +141,13 @@ class Converger:
         self.token_ttl = token_ttl
         self.kubeconfig = kubeconfig
         self.user_data_template = user_data_template
+        # BareMetalHosts deleted (deprovisioned, their Ironic node deleted) as soon as their Machine is gone:
+        # what deleting the hosts with the cluster does, each host on its own instead of all after the last
+        self.deregister_hosts = frozenset(deregister_hosts)
+
+    def delete_host(self, name: str) -> runner.Step:
+        """One step of a BareMetalHost's deletion (the host driver's, as the baremetalhost module's absent)."""
+        return self.manager.driver.delete(self.store, (self.ns, name))
 
     def _client(self):
         """The workload client (the module's kubeconfig, else the Secret's), or None while there is none."""
@@ -308,6 +316,7 @@ class _Loop:
     """Converger.converge's state: the items, the rows, what moved (runner.Loop does the scheduling)."""
 
     CLUSTER = "\0cluster"  # no Machine can have this name
+    HOST = "\0host:"  # a BareMetalHost being deleted (deregister_hosts): "\0host:<name>"
 
     def __init__(self, conv: Converger, *, timeout, poll, progress, until, clock, abort=None):
         self.conv, self.progress, self.until, self.clock = conv, progress, until, clock
@@ -317,6 +326,8 @@ class _Loop:
         self.seen: dict[str, tuple] = {}
         self.last_move: dict[str, float] = {}
         self.machines: dict[str, dict] = {}
+        self.host_of: dict[str, str] = {}  # Machine -> the BareMetalHost its rows named
+        self.hosts_deleting: dict[str, dict] = {}  # BareMetalHost -> its last row
         self.cluster: dict = {"changed": False, "done": False, "messages": [], "boot": {}}
         self.changed = False
         self.cluster_steps = 0
@@ -358,11 +369,40 @@ class _Loop:
 
         self.loop.add(name, step)
 
+    def add_host_deletion(self, name: str) -> None:
+        if name in self.hosts_deleting:
+            return
+        self.hosts_deleting[name] = {"machine": name, "role": "host", "state": "Deleting", "host": name}
+        self.last_move[self.HOST + name] = self.clock()
+        self.loop.add(self.HOST + name, lambda: self.conv.delete_host(name))
+
+    def on_host_step(self, key: str, res: runner.Result, step) -> bool:
+        name = key[len(self.HOST) :]
+        if step is not None:
+            self.changed |= step.changed
+        row = dict(self.hosts_deleting[name])
+        row["state"] = "Deleted" if res.done else "Deleting"
+        row["message"], row["failed"] = res.message, res.failed
+        moved = _row_key(row) != _row_key(self.hosts_deleting[name]) or row["failed"] != self.hosts_deleting[name].get(
+            "failed"
+        )
+        self.hosts_deleting[name] = row
+        if moved and self.progress:
+            now = self.clock()
+            self.progress(row, {"elapsed": now - self.start, "since": now - self.last_move.get(key, self.start),
+                                "steps": res.steps, "step_seconds": res.data.get("step_seconds")})  # fmt: skip
+            self.last_move[key] = now
+        if res.done:
+            self._stop_if_until()
+        return moved
+
     def cluster_item(self) -> runner.Step:
         out = self.conv.cluster_step()
         return runner.Step(done=out["done"], changed=out["changed"], message="; ".join(out["messages"]), data=out)
 
     def on_step(self, key: str, res: runner.Result, step) -> bool:
+        if key.startswith(self.HOST):
+            return self.on_host_step(key, res, step)
         now = self.clock()
         if key == self.CLUSTER:
             self.cluster_steps += 1
@@ -388,6 +428,8 @@ class _Loop:
         r["message"] = res.message or self.cluster["boot"].get(key, "")
         r["failed"] = res.failed
         self.rows[key] = r
+        if r.get("host"):
+            self.host_of[key] = r["host"]
         moved = self.seen.get(key) != _row_key(r)
         if moved:
             self.seen[key] = _row_key(r)
@@ -399,12 +441,20 @@ class _Loop:
             # The cluster-level controllers act on machine states (joins wait for Nodes, scale-down for deletes).
             self.loop.kick(self.CLUSTER)
         if r["state"] == "Deleted":  # gone from the store: out of the loop and the table
+            host = self.host_of.pop(key, None)
+            if host in self.conv.deregister_hosts:  # released by its Machine's deletion: deleted now
+                self.add_host_deletion(host)
             self.loop.remove(key)
             self.machines.pop(key, None)
             self.rows.pop(key, None)
-        if self.until is not None and self.until(self._rows_so_far()):
-            self.loop.stop()
+        self._stop_if_until()
         return moved
+
+    def _stop_if_until(self) -> None:
+        """``until`` ends the loop early, but not before the hosts being deleted are gone."""
+        hosts_pending = any(r["state"] != "Deleted" and not r.get("failed") for r in self.hosts_deleting.values())
+        if self.until is not None and not hosts_pending and self.until(self._rows_so_far()):
+            self.loop.stop()
 
     def _rows_so_far(self) -> list[dict]:
         """The rows, and the machines not stepped yet by their role only: ``until`` sees every Machine."""
@@ -444,6 +494,10 @@ class _Loop:
             and all(r["state"] == "Running" and r["nodeReady"] for r in live)
             and len(live) == len(rows)
         )
+        hosts_failed = [f"BareMetalHost {self.conv.ns}/{n}: {r.get('message')}" for n, r in self.hosts_deleting.items()
+                        if r["state"] != "Deleted"]  # fmt: skip
+        messages.extend(hosts_failed)
+        done = done and not hosts_failed
         stopped = self.until is not None and self.until(rows)
         return {
             "done": done,
@@ -453,4 +507,5 @@ class _Loop:
             "rounds": self.cluster_steps,
             "steps": self.loop.steps,
             "timed_out": not done and not stopped and self.loop.timed_out,
+            "hosts_deleted": sorted(n for n, r in self.hosts_deleting.items() if r["state"] == "Deleted"),
         }

@@ -74,6 +74,12 @@ def run(params: dict, store, ns: str, *, maas_options, check_mode: bool, progres
             obj=f"Cluster {ns}/{params['cluster']}",
             field="spec.infrastructureRef",
         )
+    if params.get("deregister_hosts") and provider == "maas":
+        raise Invalid(
+            "deregister_hosts names BareMetalHosts: a MAAS cluster has none",
+            obj=f"Cluster {ns}/{params['cluster']}",
+            field="deregister_hosts",
+        )
     mgr, close = _manager(params, provider, store, maas_options)
     try:
         conv = Converger(
@@ -86,6 +92,7 @@ def run(params: dict, store, ns: str, *, maas_options, check_mode: bool, progres
             token_ttl=params["token_ttl"],
             kubeconfig=params["workload_kubeconfig"],
             user_data_template=kubeadm.user_data_template(params["user_data_template"]),
+            deregister_hosts=params.get("deregister_hosts") or (),
         )
         if params["wait"] and not check_mode:
             until = STOP_WHEN[params["stop_when"]]
@@ -120,6 +127,8 @@ def outcome(params: dict, ns: str, report: dict, check_mode: bool) -> tuple[dict
         rounds=report["rounds"],
         steps=report.get("steps", 0),
     )
+    if "hosts_deleted" in report:
+        result["hosts_deleted"] = report["hosts_deleted"]
     failed = [r for r in report["machines"] if r.get("failed")]
     waited = params["wait"] and not check_mode
     until = STOP_WHEN[params["stop_when"]]
