@@ -316,7 +316,7 @@ class Agents:
             # IPA's temporary files (downloaded images, config drives) stay in the lab
             "TMPDIR": str(folder),
         }
-        LOG.info("%s: boots the agent ISO: ironic-python-agent on %s:%s, disk %s", host.name, host.ip, AGENT_PORT, dev)
+        LOG.info("%s: boots the agent: ironic-python-agent on %s:%s, disk %s", host.name, host.ip, AGENT_PORT, dev)
         process.start(
             cfg,
             self._name(host),
