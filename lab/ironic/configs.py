@@ -184,6 +184,11 @@ use_swift = false
 connection_attempts = 1
 connection_retry_interval = 1
 
+[ipmi]
+# Ironic waits this long between two ipmitool commands to one BMC (default 5 s, for slow BMC firmware); the lab's
+# virtualbmc answers at once, and every boot-device change and power action of an IPMI host paid it twice
+min_command_interval = 1
+
 [nova]
 send_power_notifications = false
 
