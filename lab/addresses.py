@@ -32,6 +32,7 @@ USES = {
     8: "etcd quorum test: endpoints",
     9: "end-to-end tests, kcpsafe, ipam: workload endpoints; molecule metal3: hosts and pool",
     10: "AWX cluster job test: hosts and pool",
+    11: "IPMI BMCs of the IPMI lab hosts (127.A.11.N: host N's virtualbmc, UDP port ports.ipmi)",
 }
 
 

@@ -47,10 +47,12 @@ class Ports:
     node_simulator: int = 25300
     # the MAAS simulator's HTTPS port; its own field (it was maas + 1, which a base port made node_simulator's)
     maas_tls: int = 25241
+    # UDP: the IPMI BMC (virtualbmc) of the lab's IPMI host (lab/ironic/vbmc.py), on its own loopback address
+    ipmi: int = 26623
 
     @classmethod
     def from_base(cls, base: int) -> Ports:
-        """Every port at ``base + its index`` in the field order (12 consecutive ports)."""
+        """Every port at ``base + its index`` in the field order (13 consecutive ports)."""
         names = [f for f in cls.__dataclass_fields__]
         if not 1024 <= base <= 65535 - len(names):
             raise ValueError(f"BMCAPI_LAB_PORT_BASE {base}: between 1024 and {65535 - len(names)}")

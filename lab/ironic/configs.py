@@ -100,7 +100,7 @@ def http_root(cfg: LabConfig) -> Path:
 
 def ironic_conf(cfg: LabConfig) -> Path:
     data = cfg.data("ironic")
-    for sub in ("state", "tmp", "locks"):
+    for sub in ("state", "tmp", "locks", "tftpboot"):
         (data / sub).mkdir(exist_ok=True)
     ironic = f"http://{cfg.host}:{cfg.ports.ironic}"
     path = data / "ironic.conf"
@@ -115,18 +115,20 @@ debug = false
 use_stderr = true
 state_path = {data / "state"}
 tempdir = {data / "tmp"}
-enabled_hardware_types = fake-hardware,redfish
+# ipmi: the lab's IPMI host behind virtualbmc (lab/ironic/vbmc.py), through the real ipmitool
+enabled_hardware_types = fake-hardware,redfish,ipmi
 enabled_bios_interfaces = no-bios,fake,redfish
-enabled_boot_interfaces = fake,redfish-virtual-media
+# ipxe: hosts without virtual media network-boot the agent (lab/nodesim/netboot.py plays their iPXE firmware)
+enabled_boot_interfaces = fake,redfish-virtual-media,ipxe
 # `direct` and `custom-agent` drive the hosts' ironic-python-agent (lab.nodesim.agent starts it when a
 # host boots the agent ISO); `ramdisk` boots a live ISO (and the fast boot_iso path of most tests)
 enabled_deploy_interfaces = fake,ramdisk,direct,custom-agent
 enabled_firmware_interfaces = no-firmware,fake,redfish
 # `agent`: Ironic's built-in inspection, the inventory the agent posts to /v1/continue_inspection
 enabled_inspect_interfaces = no-inspect,fake,redfish,agent
-enabled_management_interfaces = fake,redfish
+enabled_management_interfaces = fake,redfish,ipmitool
 enabled_network_interfaces = noop
-enabled_power_interfaces = fake,redfish
+enabled_power_interfaces = fake,redfish,ipmitool
 enabled_raid_interfaces = no-raid,fake,redfish,agent
 enabled_vendor_interfaces = no-vendor,fake,redfish
 default_network_interface = noop
@@ -163,6 +165,12 @@ http_url = http://{cfg.host}:{cfg.ports.images}
 [dhcp]
 dhcp_provider = none
 
+[pxe]
+# the ipxe boot interface writes boot.ipxe, pxelinux.cfg/<MAC> and <node>/config (+ deploy_kernel, deploy_ramdisk)
+# under [deploy]http_root; its TFTP side (unused: no DHCP, no TFTP server) stays in the lab too
+tftp_root = {data / "tftpboot"}
+tftp_master_path = {data / "tftpboot" / "master_images"}
+
 [oslo_concurrency]
 lock_path = {data / "locks"}
 
@@ -175,6 +183,11 @@ use_swift = false
 # unreachable BMC (a lab fault) take minutes to surface
 connection_attempts = 1
 connection_retry_interval = 1
+
+[ipmi]
+# Ironic waits this long between two ipmitool commands to one BMC (default 5 s, for slow BMC firmware); the lab's
+# virtualbmc answers at once, and every boot-device change and power action of an IPMI host paid it twice
+min_command_interval = 1
 
 [nova]
 send_power_notifications = false

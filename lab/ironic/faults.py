@@ -24,7 +24,7 @@ def _url(cfg: LabConfig, system: str | None = None) -> str:
 
 
 def _system_id(system: str) -> str:
-    for h in hosts.hosts():
+    for h in hosts.all_hosts():  # the IPMI host too: its BMC acts through the proxy
         if system == h.name:
             return h.uuid
     return system

@@ -57,29 +57,59 @@ class Host:
 
 def host_count() -> int:
     count = int(os.environ.get("BMCAPI_LAB_HOSTS", "12"))
-    # the index is the last byte of the MAC and of the 127.0.1.N address
-    if not 1 <= count <= 254:
-        raise ValueError(f"BMCAPI_LAB_HOSTS must be between 1 and 254, not {count}")
+    # the index is the last byte of the MAC and of the 127.0.1.N address; the IPMI host takes the next one
+    if not 1 <= count <= 254 - IPMI_HOSTS:
+        raise ValueError(f"BMCAPI_LAB_HOSTS must be between 1 and {254 - IPMI_HOSTS}, not {count}")
     return count
 
 
+def _host(i: int, net: str) -> Host:
+    return Host(
+        index=i,
+        name=f"host-{i:02d}",
+        uuid=str(uuid.uuid5(_NAMESPACE, f"host-{i}")),
+        mac=f"{_MAC_PREFIX}:{i:02x}",
+        ip=f"{net}.{i}",
+    )
+
+
 def hosts(count: int | None = None, net: str = "127.0.1") -> list[Host]:
-    """The emulated hosts; host N on ``<net>.N`` (the lab's ``cfg.net(1)``)."""
+    """The emulated Redfish hosts; host N on ``<net>.N`` (the lab's ``cfg.net(1)``)."""
     count = host_count() if count is None else count
-    return [
-        Host(
-            index=i,
-            name=f"host-{i:02d}",
-            uuid=str(uuid.uuid5(_NAMESPACE, f"host-{i}")),
-            mac=f"{_MAC_PREFIX}:{i:02x}",
-            ip=f"{net}.{i}",
-        )
-        for i in range(1, count + 1)
-    ]
+    return [_host(i, net) for i in range(1, count + 1)]
+
+
+# The IPMI hosts come after the Redfish ones (host-13 with the default 12): machines of the same emulator, whose
+# BMC is a virtualbmc answering IPMI (lab/ironic/vbmc.py) on 127.A.11.N, port ``ports.ipmi`` (UDP).
+IPMI_HOSTS = 1
+IPMI_BMC_NET = 11
+
+
+def ipmi_hosts(count: int | None = None, net: str = "127.0.1") -> list[Host]:
+    first = (host_count() if count is None else count) + 1
+    return [_host(i, net) for i in range(first, first + IPMI_HOSTS)]
+
+
+def all_hosts(count: int | None = None, net: str = "127.0.1") -> list[Host]:
+    """Every emulated machine, Redfish and IPMI hosts."""
+    return hosts(count, net) + ipmi_hosts(count, net)
+
+
+def ipmi_bmc(cfg: LabConfig, host: Host) -> tuple[str, int]:
+    """(address, UDP port) of an IPMI host's BMC in this lab."""
+    return f"{cfg.net(IPMI_BMC_NET)}.{host.index}", cfg.ports.ipmi
+
+
+def ipmi_host_at(cfg: LabConfig, address: str, port) -> Host | None:
+    """The lab's IPMI host whose BMC is at ``address``:``port`` (an Ironic node's ipmi_address / ipmi_port)."""
+    for h in ipmi_hosts(net=cfg.net(1)):
+        if ipmi_bmc(cfg, h) == (address, int(port or 623)):
+            return h
+    return None
 
 
 def sushy_systems(count: int | None = None, net: str = "127.0.1") -> list[dict]:
-    """SUSHY_EMULATOR_FAKE_SYSTEMS entries."""
+    """SUSHY_EMULATOR_FAKE_SYSTEMS entries: the machines of every host, the IPMI ones too (their state)."""
     return [
         {
             "uuid": h.uuid,
@@ -89,7 +119,7 @@ def sushy_systems(count: int | None = None, net: str = "127.0.1") -> list[dict]:
             "external_notifier": False,
             "nics": [{"mac": h.mac, "ip": h.ip}],
         }
-        for h in hosts(count, net)
+        for h in all_hosts(count, net)
     ]
 
 
@@ -118,6 +148,10 @@ def inventory(cfg: LabConfig, count: int | None = None) -> dict:
             "boot_iso": f"{images}/images/boot.iso",
             # the agent ramdisk as virtual media (BMO's DEPLOY_ISO_URL): the agent path's deploy_iso
             "ipa_iso": f"{images}/images/ipa.iso",
+            # the same agent as a kernel and an initramfs (BMO's DEPLOY_KERNEL_URL / DEPLOY_RAMDISK_URL): what hosts
+            # without virtual media (the IPMI host) network-boot
+            "ipa_kernel": f"{images}/images/ipa.kernel",
+            "ipa_ramdisk": f"{images}/images/ipa.initramfs",
             "test_image": {
                 "url": f"{images}/images/test-image.raw",
                 "checksum": digest("test-image.raw.sha256"),
@@ -150,6 +184,22 @@ def inventory(cfg: LabConfig, count: int | None = None) -> dict:
                 "system_url": f"{sushy}/redfish/v1/Systems/{h.uuid}",
             }
             for h in hosts(count, cfg.net(1))
+        ],
+        # behind virtualbmc (IPMI): boots the agent over the network (iPXE), no virtual media
+        "ipmi_hosts": [
+            {
+                "name": h.name,
+                "uuid": h.uuid,
+                "boot_mac": h.mac,
+                "ip": h.ip,
+                "bmc": {
+                    "address": "ipmi://{}:{}".format(*ipmi_bmc(cfg, h)),
+                    "username": BMC_USERNAME,
+                    "password": BMC_PASSWORD,
+                },
+                "system_url": f"{sushy}/redfish/v1/Systems/{h.uuid}",
+            }
+            for h in ipmi_hosts(count, cfg.net(1))
         ],
         # lab-only: a fake://<anything> BMC address means an Ironic fake-hardware node (docs/lab.md)
         "fake_bmc": {"scheme": "fake", "driver": "fake-hardware"},

@@ -43,6 +43,10 @@ DEBIAN = {
     "udevadm": "udev",
     # the IPMI host: Ironic's ipmi hardware type shells out to ipmitool
     "ipmitool": "ipmitool",
+    # virtualbmc's libvirt-python has no wheel: pip builds it against Debian's libvirt (a path: a file, not a command)
+    "gcc": "gcc",
+    "pkg-config": "pkg-config",
+    "/usr/include/libvirt/libvirt.h": "libvirt-dev",
 }
 
 # ironic-python-agent, the hosts' ramdisk on the agent path: a venv of its own (it pins a
@@ -51,6 +55,10 @@ IPA_REQUIREMENTS = ("ironic-python-agent==13.0.0",)
 IPA_PLUGIN = Path(__file__).resolve().parent.parent / "ipa" / "bmcapi_lab_ipa.py"
 IPA_PLUGIN_DIST = "bmcapi_lab_ipa-1.0.dist-info"
 
+# virtualbmc, the IPMI BMC of the lab's IPMI host (lab/ironic/vbmc.py): a venv of its own; libvirt-python pinned to
+# Debian 12's libvirt (9.0.0), which it is built against
+VBMC_REQUIREMENTS = ("virtualbmc==3.3.0", "libvirt-python==9.0.0")
+
 _SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 
 
@@ -58,6 +66,10 @@ def which(cmd: str) -> str | None:
     """shutil.which that also looks in the sbin folders (mariadbd lives in /usr/sbin)."""
     path = os.environ.get("PATH", os.defpath) + os.pathsep + os.pathsep.join(_SBIN)
     return shutil.which(cmd, path=path)
+
+
+def _missing(cmd: str) -> bool:
+    return not os.path.exists(cmd) if cmd.startswith("/") else which(cmd) is None
 
 
 def tool(cmd: str) -> str:
@@ -69,7 +81,7 @@ def tool(cmd: str) -> str:
 
 def ensure_debian_packages(cfg: LabConfig) -> list[str]:
     """apt-get install the packages whose commands are missing; returns what was installed."""
-    if not any(which(cmd) is None for cmd in DEBIAN):
+    if not any(_missing(cmd) for cmd in DEBIAN):
         return []
     log = cfg.logs / "ironic-apt.log"
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
@@ -78,7 +90,7 @@ def ensure_debian_packages(cfg: LabConfig) -> list[str]:
     cfg.cache.mkdir(parents=True, exist_ok=True)
     with open(cfg.cache / "apt.lock", "w") as lock, open(log, "ab") as out:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        missing = sorted({pkg for cmd, pkg in DEBIAN.items() if which(cmd) is None})
+        missing = sorted({pkg for cmd, pkg in DEBIAN.items() if _missing(cmd)})
         if not missing:
             return []
         wait = ["-o", "DPkg::Lock::Timeout=600"]
@@ -95,7 +107,7 @@ def ensure_debian_packages(cfg: LabConfig) -> list[str]:
                 time.sleep(15)
             if rc != 0:
                 raise LabError(f"{' '.join(argv)} failed with {rc}; see {log}")
-    still = sorted(cmd for cmd in DEBIAN if which(cmd) is None)
+    still = sorted(cmd for cmd in DEBIAN if _missing(cmd))
     if still:
         raise LabError(f"still missing after apt-get install {' '.join(missing)}: {', '.join(still)}")
     return missing
@@ -112,6 +124,15 @@ def venv_path(cfg: LabConfig) -> Path:
 
 def ipa_venv_path(cfg: LabConfig) -> Path:
     return cfg.cache / "venvs" / f"ipa-{venv_key(IPA_REQUIREMENTS)}"
+
+
+def vbmc_venv_path(cfg: LabConfig) -> Path:
+    return cfg.cache / "venvs" / f"vbmc-{venv_key(VBMC_REQUIREMENTS)}"
+
+
+def ensure_vbmc_venv(cfg: LabConfig) -> Path:
+    """virtualbmc's venv (built once, shared by clones); it runs lab/ironic/vbmc.py from the work tree."""
+    return _ensure_venv(cfg, vbmc_venv_path(cfg), VBMC_REQUIREMENTS, "vbmc-pip.log")
 
 
 def _base_python() -> str:

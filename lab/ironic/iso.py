@@ -47,7 +47,15 @@ def make_images(cfg: LabConfig) -> dict[str, Path]:
     if not digest.exists():
         digest.write_text(f"{hashlib.sha256(raw.read_bytes()).hexdigest()}  {raw.name}\n")
     agent_image = _agent_image(folder)
-    return {"boot_iso": boot, "test_image": raw, "agent_image": agent_image, "ipa_iso": make_ipa_iso(cfg)}
+    kernel, ramdisk = make_ipa_kernel_ramdisk(cfg)
+    return {
+        "boot_iso": boot,
+        "test_image": raw,
+        "agent_image": agent_image,
+        "ipa_iso": make_ipa_iso(cfg),
+        "ipa_kernel": kernel,
+        "ipa_ramdisk": ramdisk,
+    }
 
 
 # The agent's boot ISO stands for an IPA ramdisk ISO (ironic-python-agent-builder's): what a
@@ -93,6 +101,30 @@ def make_ipa_iso(cfg: LabConfig) -> Path:
         tmp.replace(path)
     stamp.write_text(grub)
     return path
+
+
+# The agent as a kernel and an initramfs, for hosts that network-boot it (the IPMI host: BMO's DEPLOY_KERNEL_URL and
+# DEPLOY_RAMDISK_URL, Ironic's driver_info deploy_kernel / deploy_ramdisk). Stand-ins too: a host's firmware
+# (lab/nodesim/netboot.py) recognises them by their first line; unlike the ISO they carry no parameters - Ironic's
+# iPXE script gives the kernel its command line (ipa-api-url, the inspection callback, ...), as for a real IPA.
+IPA_KERNEL_MAGIC = b"baremetal.capi lab: ironic-python-agent kernel\n"
+IPA_RAMDISK_MAGIC = b"baremetal.capi lab: ironic-python-agent initramfs\n"
+
+
+def make_ipa_kernel_ramdisk(cfg: LabConfig) -> tuple[Path, Path]:
+    folder = configs.http_root(cfg) / "images"
+    folder.mkdir(exist_ok=True)
+    out = []
+    for name, magic in (("ipa.kernel", IPA_KERNEL_MAGIC), ("ipa.initramfs", IPA_RAMDISK_MAGIC)):
+        path = folder / name
+        # a few KiB, so that Ironic's image cache and the firmware's download have something to move
+        content = magic + b"(the node simulator runs the agent from the lab's venv)\n".ljust(4096, b"\0")
+        if not path.exists() or path.read_bytes() != content:
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_bytes(content)
+            tmp.replace(path)
+        out.append(path)
+    return out[0], out[1]
 
 
 def ipa_params_of(path: str | Path) -> dict[str, str] | None:

@@ -138,18 +138,38 @@ def _resets(cfg: LabConfig) -> dict[str, int]:
         return json.load(resp)
 
 
-def _agent_params(cfg: LabConfig, system_uuid: str, system: dict) -> dict | None:
-    """The agent ISO's kernel parameters when this system boots it now, else None."""
+def _agent_params(cfg: LabConfig, host, system: dict, netboots: dict | None = None) -> dict | None:
+    """The agent's kernel parameters when this system boots it now, else None: from the agent ISO in the virtual
+    CD (boot override ``Cd``), or from Ironic's iPXE scripts (boot override ``Pxe``: lab.nodesim.netboot)."""
     from lab.ironic import iso
 
-    if (system.get("Boot") or {}).get("BootSourceOverrideTarget") != "Cd":
+    target = (system.get("Boot") or {}).get("BootSourceOverrideTarget")
+    if target == "Pxe":
+        return _netboot(cfg, host, netboots)
+    if target != "Cd":
         return None
-    device = iso.virtual_media(cfg, system_uuid).get("Cd") or {}
+    device = iso.virtual_media(cfg, host.uuid).get("Cd") or {}
     try:
         path = iso.media_file(cfg, device)
     except LookupError:
         return None
     return iso.ipa_params_of(path)
+
+
+def _netboot(cfg: LabConfig, host, netboots: dict | None) -> dict | None:
+    from lab.nodesim import netboot
+
+    outcome = netboot.Firmware([host.mac]).boot(netboot.boot_url(cfg))
+    params = netboot.agent_params(outcome)
+    what = {"kind": outcome.kind, "reason": outcome.reason, "kernel": outcome.kernel_url, "agent": params is not None}
+    if outcome.kind == "sanboot":
+        what["sanboot"] = outcome.sanboot_url or "local disk"
+    LOG.info("%s: network boot: %s", host.name, what)
+    if outcome.kind == "failed":
+        LOG.warning("%s: network boot failed: %s (console: %s)", host.name, outcome.reason, outcome.console[-3:])
+    if netboots is not None:
+        netboots[host.name] = what
+    return params
 
 
 # --- the agents ------------------------------------------------------------------------------
@@ -160,6 +180,7 @@ class Agents:
         self.cfg = cfg
         self.boots: dict[str, int] = {}  # process name -> the reset count it was started in
         self.not_agent: dict[str, int] = {}  # process name -> a boot found not to be the agent's
+        self.netboots: dict[str, dict] = {}  # host name -> what its last network boot came to
 
     def step(self, system_uuids: dict[str, bool]) -> dict:
         """Start or stop the agent of every lab host whose Ironic node is a redfish one.
@@ -174,7 +195,7 @@ class Agents:
         if not system_uuids and not running_names(self.cfg):
             return {}
         resets = _resets(self.cfg)
-        by_uuid = {h.uuid: h for h in hosts.hosts(net=self.cfg.net(1))}
+        by_uuid = {h.uuid: h for h in hosts.all_hosts(net=self.cfg.net(1))}
         out = {}
         for uuid in sorted(set(system_uuids) | {h.uuid for h in by_uuid.values() if self._name(h) in self.boots}):
             host = by_uuid.get(uuid)
@@ -197,7 +218,7 @@ class Agents:
                 out[host.name] = {"agent": False, "boot": boot, "exited": True}
                 continue
             if on and not running and self.not_agent.get(name) != boot and not system_uuids.get(uuid, False):
-                params = _agent_params(self.cfg, uuid, system)
+                params = _agent_params(self.cfg, host, system, self.netboots)
                 if params is None:
                     self.not_agent[name] = boot  # booted from disk or another ISO: nothing to run
                 else:
@@ -208,6 +229,8 @@ class Agents:
                 self.not_agent.pop(name, None)
                 self.boots.pop(name, None)
             out[host.name] = {"agent": running, "boot": boot}
+            if host.name in self.netboots:
+                out[host.name]["netboot"] = self.netboots[host.name]
         return out
 
     @staticmethod
@@ -293,7 +316,7 @@ class Agents:
             # IPA's temporary files (downloaded images, config drives) stay in the lab
             "TMPDIR": str(folder),
         }
-        LOG.info("%s: boots the agent ISO: ironic-python-agent on %s:%s, disk %s", host.name, host.ip, AGENT_PORT, dev)
+        LOG.info("%s: boots the agent: ironic-python-agent on %s:%s, disk %s", host.name, host.ip, AGENT_PORT, dev)
         process.start(
             cfg,
             self._name(host),

@@ -71,7 +71,7 @@ def _lab_ips_by_mac(cfg: LabConfig) -> dict[str, str]:
     try:
         from lab.ironic import hosts
 
-        return {h.mac.lower(): h.ip for h in hosts.hosts(net=cfg.net(1))}
+        return {h.mac.lower(): h.ip for h in hosts.all_hosts(net=cfg.net(1))}
     except (ImportError, ValueError):
         return {}
 
@@ -129,7 +129,7 @@ def _disk_reader(cfg: LabConfig, system_uuid: str):
         from lab.ironic import hosts, iso
         from lab.nodesim import agent
 
-        host = next((h for h in hosts.hosts(net=cfg.net(1)) if h.uuid == system_uuid), None)
+        host = next((h for h in hosts.all_hosts(net=cfg.net(1)) if h.uuid == system_uuid), None)
         dev = agent.loop_of(agent.disk_file(cfg, host.name)) if host else None
         if dev is None:
             raise SourceError(f"system {system_uuid}: no disk attached")
@@ -140,6 +140,17 @@ def _disk_reader(cfg: LabConfig, system_uuid: str):
         return parsed["user_data"], parsed["meta_data"] or {}, parsed["network_data"]
 
     return read
+
+
+def _ipmi_system(cfg: LabConfig, info: dict) -> str | None:
+    """The emulated machine behind an ipmi node's BMC (the lab's virtualbmc at ipmi_address:ipmi_port), if any."""
+    from lab.ironic import hosts
+
+    try:
+        host = hosts.ipmi_host_at(cfg, info.get("ipmi_address") or "", info.get("ipmi_port"))
+    except ValueError:
+        return None
+    return host.uuid if host else None
 
 
 def ironic_hosts(cfg: LabConfig, conn) -> list[Host]:
@@ -160,6 +171,8 @@ def ironic_hosts(cfg: LabConfig, conn) -> list[Host]:
         if node["driver"] == "redfish":
             system_id = (node.get("driver_info") or {}).get("redfish_system_id") or ""
             system_uuid = system_id.rstrip("/").rsplit("/", 1)[-1] or None
+        elif node["driver"] == "ipmi":
+            system_uuid = _ipmi_system(cfg, node.get("driver_info") or {})
         if system_uuid and node.get("deploy_interface") == "direct":
             reader, source = _disk_reader(cfg, system_uuid), "disk"
         elif system_uuid:

@@ -5,6 +5,7 @@ Brought up in this order, each a lab process stopped by PID on `down`:
 ironic-mariadb    mariadbd (Debian's package) on 127.0.0.1:ports.mariadb, datadir under .lab/data/mariadb
 ironic-sushy      sushy-emulator, fake system driver, BMCAPI_LAB_HOSTS systems (default 12) on ports.sushy
 ironic-bmc-proxy  lab/ironic/bmc_proxy.py in front of it on ports.bmc_proxy: what Ironic talks to
+ironic-vbmc-<h>   virtualbmc (lab/ironic/vbmc.py): the IPMI BMC of each IPMI host, UDP 127.A.11.N:ports.ipmi
 ironic-images     an HTTP server for the boot ISO, test images and Ironic's http_root on ports.images
 ironic            standalone Ironic (noauth, no RPC bus, redfish + fake-hardware) on ports.ironic
 
@@ -23,14 +24,18 @@ import urllib.request
 
 from lab import process
 from lab.config import REPO, LabConfig
-from lab.ironic import configs, faults, hosts, install, iso, mariadb
+from lab.ironic import configs, faults, hosts, install, ipmi, iso, mariadb
 
 SUSHY = "ironic-sushy"
 PROXY = "ironic-bmc-proxy"
 IMAGES = "ironic-images"
 IRONIC = "ironic"
-# start order; `down` goes backwards
+# start order; `down` goes backwards. The IPMI BMCs (one per IPMI host) come after the proxy they talk through.
 PROCESSES = (mariadb.NAME, SUSHY, PROXY, IMAGES, IRONIC)
+
+
+def processes(cfg: LabConfig) -> tuple[str, ...]:
+    return (mariadb.NAME, SUSHY, PROXY, *ipmi.names(cfg), IMAGES, IRONIC)
 
 
 def _ironic_url(cfg: LabConfig) -> str:
@@ -50,6 +55,7 @@ def _checks(cfg: LabConfig) -> dict:
         PROXY: lambda: process.http_ok(f"http://{cfg.host}:{cfg.ports.bmc_proxy}/lab/faults"),
         IMAGES: lambda: process.http_ok(f"{images}/images/boot.iso"),
         IRONIC: lambda: process.http_ok(f"{_ironic_url(cfg)}/v1"),
+        **{ipmi.name(h): (lambda h=h: ipmi.healthy(cfg, h)) for h in ipmi.ipmi_hosts(cfg)},
     }
 
 
@@ -105,6 +111,7 @@ def up(cfg: LabConfig) -> dict:
     installed = install.ensure_debian_packages(cfg)
     venv = install.ensure_venv(cfg)
     install.ensure_ipa_venv(cfg)
+    vbmc_venv = install.ensure_vbmc_venv(cfg)
     t_install = time.monotonic() - t0
 
     mariadb.up(cfg)
@@ -132,6 +139,7 @@ def up(cfg: LabConfig) -> dict:
         env={"PYTHONPATH": str(REPO)},
         ready=checks[PROXY],
     )
+    ipmi.start_all(cfg, vbmc_venv)
 
     iso.make_images(cfg)
     process.start(
@@ -173,14 +181,14 @@ def up(cfg: LabConfig) -> dict:
 
 
 def down(cfg: LabConfig) -> None:
-    for name in reversed(PROCESSES):
+    for name in reversed(processes(cfg)):
         process.stop(cfg, name, timeout=30)
 
 
 def status(cfg: LabConfig) -> dict:
     checks = _checks(cfg)
     services = {}
-    for name in PROCESSES:
+    for name in processes(cfg):
         pid = process.pid_of(cfg, name)
         pids = process.session_pids(pid) if pid else []
         services[name] = {

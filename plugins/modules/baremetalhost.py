@@ -125,6 +125,9 @@ options:
         baremetal-operator's E(DEPLOY_KERNEL_URL) - inspection and cleaning boot it before any deployment. Give it
         with O(deploy_ramdisk), or give O(deploy_iso) for virtual-media BMCs. Not needed when Ironic has its own
         defaults (C([conductor]deploy_kernel) in ironic.conf).
+      - As baremetal-operator chooses per host, a host whose BMC has virtual media (or HTTP boot) gets O(deploy_iso)
+        when it is given, and every other host (IPMI, PXE-booting Redfish) the kernel and ramdisk; the keys of the
+        other choice and C(kernel_append_params) are removed from C(driver_info).
     type: str
     version_added: 0.2.0
   deploy_ramdisk:

@@ -47,7 +47,12 @@ def own_lab(tmp_path, monkeypatch, lab):
     lab.need("ironic")  # the shared one: its venv and Debian packages are then in place
     monkeypatch.setenv("BMCAPI_LAB_HOSTS", str(HOSTS))
     ports = Ports(
-        ironic=_free_port(), sushy=_free_port(), bmc_proxy=_free_port(), images=_free_port(), mariadb=_free_port()
+        ironic=_free_port(),
+        sushy=_free_port(),
+        bmc_proxy=_free_port(),
+        images=_free_port(),
+        mariadb=_free_port(),
+        ipmi=_free_port(),  # the IPMI host's BMC (UDP): not the shared lab's
     )
     cfg = LabConfig(root=tmp_path / "lab", cache=lab.cfg.cache, ports=ports)
     cfg.ensure()

@@ -31,7 +31,23 @@ def diff_patch(current: dict, wanted: dict, prefix: str) -> list:
     return ops
 
 
-def configure_node(ctx) -> None:
+def deploy_image_info(images: dict, virtual_media: bool) -> dict | None:
+    """The deploy ramdisk keys of driver_info for one host (BMO setDeployImage, no PreprovisioningImage).
+
+    A virtual-media or HTTP-boot BMC with a deploy ISO boots the ISO; otherwise the kernel and ramdisk (an IPMI or
+    PXE-booting host cannot use an ISO); the keys of the other choice, and kernel_append_params, are removed
+    (None).  None when neither fits: driver_info is left as it is.
+    """
+    iso, kernel, ramdisk = images.get("deploy_iso"), images.get("deploy_kernel"), images.get("deploy_ramdisk")
+    info = {"deploy_kernel": None, "deploy_ramdisk": None, "deploy_iso": None, "kernel_append_params": None}
+    if virtual_media and iso:
+        return {**info, "deploy_iso": iso}
+    if kernel and ramdisk:
+        return {**info, "deploy_kernel": kernel, "deploy_ramdisk": ramdisk}
+    return None
+
+
+def configure_node(ctx, virtual_media: bool) -> None:
     """automated_clean, capabilities, deploy images (BMO configureNode)."""
     node = ctx.node
     ops = []
@@ -43,8 +59,9 @@ def configure_node(ctx) -> None:
     if props.get("capabilities") != caps:
         ops.append({"op": "add", "path": "/properties/capabilities", "value": caps})
     if node.driver != "fake-hardware":
-        images = {k: v for k, v in ctx.driver.deploy_images.items() if v}
-        ops += diff_patch(node.driver_info or {}, images, "/driver_info")
+        images = deploy_image_info(ctx.driver.deploy_images, virtual_media)
+        if images is not None:
+            ops += diff_patch(node.driver_info or {}, images, "/driver_info")
     if ops:
         ctx.node = ctx.conn.baremetal.patch_node(node, ops)
 

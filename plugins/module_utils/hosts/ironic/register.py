@@ -165,7 +165,7 @@ def register(ctx: Ctx):
     if state == "verifying":
         return ctx.driver.poll
     if state not in ("cleaning", "clean wait", "deploying", "wait call-back", "inspecting", "inspect wait"):
-        ironic_node.configure_node(ctx)
+        ironic_node.configure_node(ctx, access.virtual_media)
     if bmc_spec.get("credentialsName"):
         ctx.status["goodCredentials"] = creds
     ctx.clear_error(only=(names.BMH_ERROR_REGISTRATION,))
