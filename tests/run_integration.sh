@@ -47,6 +47,11 @@ REDFISH=(tests/integration/hosts tests/integration/lab_ironic tests/integration/
 # The agent path: a real ironic-python-agent inspects, cleans and deploys Redfish hosts (minutes per host on two
 # cores). It shares the 12 emulated hosts with the Redfish group, so it runs after it, on that line.
 AGENT=(tests/integration/agent)
+# the agent group's second line (see below); the files that exist are run
+AGENT_SIDE=()
+for path in tests/integration/agent/test_agent_ipmi.py tests/integration/agent/test_agent_host_features.py; do
+    [ -e "$path" ] && AGENT_SIDE+=("$path")
+done
 E2E=(tests/integration/e2e tests/integration/lifecycle/test_etcd_client.py
      tests/integration/lifecycle/test_kcp_etcd_members.py tests/integration/awx/test_awx_cluster_jobs.py
      tests/integration/molecule)
@@ -68,13 +73,19 @@ IGNORE+=(--ignore=tests/integration/lifecycle --ignore=tests/integration/stores 
 (
     "$PY" -m pytest -p no:cacheprovider "${REDFISH[@]}" "${E2E_LATE[@]}" -q -rs --durations=15 >"$OUT/redfish.log" 2>&1
     rc_r=$?
-    # its two files side by side: they use different hosts, and most of their time is spent waiting on them
+    # three lines side by side: their files use different hosts, and most of their time is spent waiting on them
+    # (the cluster on host-09..11; the IPMI host host-13 then the host features on host-03/04; the rest)
     "$PY" -m pytest -p no:cacheprovider "${AGENT[0]}/test_agent_cluster.py" -q -rs --durations=15 \
         >"$OUT/agent-cluster.log" 2>&1 &
     agent_cluster=$!
-    "$PY" -m pytest -p no:cacheprovider "${AGENT[@]}" --ignore="${AGENT[0]}/test_agent_cluster.py" -q -rs \
-        --durations=15 >"$OUT/agent.log" 2>&1
+    "$PY" -m pytest -p no:cacheprovider "${AGENT_SIDE[@]}" -q -rs --durations=15 >"$OUT/agent-side.log" 2>&1 &
+    agent_side=$!
+    agent_ignore=(--ignore="${AGENT[0]}/test_agent_cluster.py")
+    for path in "${AGENT_SIDE[@]}"; do agent_ignore+=(--ignore="$path"); done
+    "$PY" -m pytest -p no:cacheprovider "${AGENT[@]}" "${agent_ignore[@]}" -q -rs --durations=15 \
+        >"$OUT/agent.log" 2>&1
     rc_a=$?
+    wait "$agent_side" || rc_a=1
     wait "$agent_cluster" && [ "$rc_a" = 0 ] || exit 1
     exit "$rc_r"
 ) &
@@ -97,6 +108,6 @@ cat "$OUT/e2e.log"
 echo "=== integration: tests on the Redfish BMCs, then the playbooks on the oldest and newest ansible-core"
 cat "$OUT/redfish.log"
 echo "=== integration: the agent path (ironic-python-agent on Redfish hosts)"
-cat "$OUT/agent-cluster.log" "$OUT/agent.log"
+cat "$OUT/agent-cluster.log" "$OUT/agent-side.log" "$OUT/agent.log"
 [ "$rc_redfish" = 0 ] && [ "$rc_other" = 0 ] || rc=1
 exit "$rc"
