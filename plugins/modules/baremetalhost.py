@@ -139,6 +139,14 @@ options:
     description: The deploy ISO URL for virtual-media boot, as baremetal-operator's E(DEPLOY_ISO_URL).
     type: str
     version_added: 0.2.0
+  max_provisioning_retries:
+    description:
+      - Failed provisioning attempts of one image (a failed deploy, Ironic's validation refusing it) after which a
+        host is not provisioned with it again until its image changes, as baremetal-operator's
+        C(--max-provisioning-retries). V(0) means no limit. The count is the host's C(status.provisioningFailCount).
+      - Defaults to 5, baremetal-operator's default.
+    type: int
+    version_added: 0.2.0
   wait:
     description: Reconcile until every host reaches its goal (or O(wait_state)), fails, or O(wait_timeout) passes.
     type: bool
