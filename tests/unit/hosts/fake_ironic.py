@@ -50,6 +50,8 @@ class FakeBaremetal:
         self.max_microversion = max_microversion
         self.soft_fails = False
         self.soft_unsupported = False
+        # verb -> a state the node stays in instead of finishing (a test moves it on by hand)
+        self.hold: dict[str, str] = {}
         # the machines' power, by node name: outlives a deleted node, read by the next node's manage (verify)
         self.machines: dict[str, str] = {}
 
@@ -165,7 +167,7 @@ class FakeBaremetal:
             result = ABORTED.get(n.provision_state, "manageable")
         if target == "manage" and n.provision_state == "enroll":  # verify reads the BMC's power state
             n.power_state = self.machines.get(n.name, "power off")
-        n.provision_state = result
+        n.provision_state = self.hold.get(target, result)
         n.last_error = None
         if target == "active":
             n.power_state = "power on"

@@ -98,6 +98,21 @@ def test_removing_the_annotation_registers_and_adopts_the_host_again(lab):
     assert not any(c[0] in ("power", "put") for c in bm.calls)
 
 
+def test_a_wait_does_not_end_while_the_new_node_is_verifying(lab):
+    drv, bm, st = lab
+    ih.provisioned(st, bm, annotations={DETACHED: ""})
+    ih.settle(drv, st)
+    ih.annotate(st, {DETACHED: None})
+    bm.hold["manage"] = "verifying"
+    # the host's status already looks as its spec asks (provisioned, on): Ironic is still verifying the node
+    assert not any(drv.reconcile(st, ih.KEY).done for _ in range(5))
+    (node,) = bm.nodes_by_id.values()
+    assert node.provision_state == "verifying"
+    node.provision_state = "manageable"
+    ih.settle(drv, st)
+    assert node.provision_state == "active"
+
+
 def test_deleting_a_detached_host_skips_power_off_and_deprovisioning(lab):
     drv, bm, st = lab
     ih.provisioned(st, bm, annotations={DETACHED: ""})

@@ -69,6 +69,9 @@ class Ctx:
         # something was asked of Ironic in this step (any call but a read): the host may look as its spec asks
         # while Ironic is still acting on that request, so the step is not the last one of a wait
         self.acted = False
+        # the step ended in the host's steady state (power as wanted, or detached): Ironic has nothing under way
+        # for it; a step that waited on Ironic (a node verifying, adopting, cleaning) is not settled
+        self.settled = False
         self.host = host
         self.status = meta.deepcopy(host.get("status") or {})
         self.status.setdefault("provisioning", {})

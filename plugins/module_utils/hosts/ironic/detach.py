@@ -103,7 +103,9 @@ def _detach(ctx, force: bool):
     if not is_detached(ctx.status):
         ctx.status["operationalStatus"] = S.BMH_OPERATIONAL_DETACHED
         ctx.say("detached: the Ironic node is removed, the machine is left as it is")
-    return DETACHED_POLL
+    ctx.settled = True
+    # the node just deleted: one more look (nothing left to ask Ironic), then BMO's slow poll
+    return ctx.driver.poll if ctx.acted else DETACHED_POLL
 
 
 def check(ctx):

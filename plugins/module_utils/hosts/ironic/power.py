@@ -53,6 +53,7 @@ def power(ctx):
     have = ctx.status.get("poweredOn")
     if have is not None and have == want:
         ctx.clear_error(only=(S.BMH_ERROR_POWER,))
+        ctx.settled = True
         return ctx.driver.poll
     if node.target_power_state or node.target_provision_state:
         return ctx.driver.poll
