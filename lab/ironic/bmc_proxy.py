@@ -13,6 +13,9 @@ manager of a fake system has the system's UUID). Faults per system id:
 ``fail_virtual_media`` answer virtual-media inserts with a Redfish 500 error
 ``fail_power``         answer power actions (ComputerSystem.Reset) with a Redfish 500 error, as a BMC whose
                        chassis has lost its power supply does; the power state stays what it was
+``refuse_graceful``    answer a ``GracefulShutdown`` reset with a Redfish 400 error and leave the system on, as
+                       the BMC of a host without ACPI support (or whose OS ignores the power button) does; other
+                       reset types pass
 
 Control endpoint (no auth, loopback only):
 ``GET /lab/faults`` all faults; ``PUT /lab/faults/<id>`` set one (JSON object, replaces);
@@ -21,6 +24,9 @@ Control endpoint (no auth, loopback only):
 accepted. The node simulator counts a host's boots with it: the emulator's restart is an
 Off then an On a few seconds later that a poll can miss, and a restart is a new boot (the
 agent ramdisk a host ran before is gone).
+``GET /lab/resets/log`` (or ``/lab/resets/log/<id>``): every ComputerSystem.Reset the BMC was asked for, per
+system id, in order: ``{"reset_type", "status", "time"}`` (``status`` the HTTP status answered, a refused one
+included), so a test can tell a graceful shutdown from a forced one. ``DELETE /lab/resets/log`` empties it.
 """
 
 from __future__ import annotations
@@ -41,7 +47,10 @@ FAULT_KEYS = {
     "power_delay": float,
     "fail_virtual_media": bool,
     "fail_power": bool,
+    "refuse_graceful": bool,
 }
+
+RESET_LOG_KEEP = 200  # entries kept per system
 
 _SYSTEM = re.compile(r"^/redfish/v1/(?:Systems|Managers)/([^/?#]+)")
 _RESET = re.compile(r"/Actions/ComputerSystem\.Reset/?$")
@@ -126,27 +135,68 @@ class Handler(relay.RelayHandler):
     def _handle(self) -> None:
         if self.path.startswith("/lab/faults"):
             return self._control()
+        if self.path.startswith("/lab/resets/log"):
+            return self._reset_log()
         if self.path.startswith("/lab/resets"):
             with self.server.lock:
                 return self.reply_json(200, dict(self.server.resets))
         body = self.read_body()
         match = _SYSTEM.match(self.path)
         fault = self.server.faults.get(match.group(1) if match else None)
+        path = self.path.split("?")[0]
         if fault.get("unreachable"):
             return self._drop()
         if fault.get("delay"):
             time.sleep(fault["delay"])
-        path = self.path.split("?")[0]
-        if fault.get("power_delay") and self.command == "POST" and _RESET.search(path):
-            time.sleep(fault["power_delay"])
-        if fault.get("fail_power") and self.command == "POST" and _RESET.search(path):
-            return self._redfish_error(500, "Lab fault: power action failed, the chassis has no power")
+        if match and self.command == "POST" and _RESET.search(path):
+            status = self._reset(match.group(1), body, fault)
+            if status is not None and 200 <= status < 300:
+                with self.server.lock:
+                    self.server.resets[match.group(1)] = self.server.resets.get(match.group(1), 0) + 1
+            return None
         if fault.get("fail_virtual_media") and self.command in ("POST", "PATCH") and _VMEDIA_INSERT.search(path):
             return self._redfish_error(500, "Lab fault: virtual media insert failed")
-        status = self._forward(body)
-        if match and status is not None and 200 <= status < 300 and self.command == "POST" and _RESET.search(path):
-            with self.server.lock:
-                self.server.resets[match.group(1)] = self.server.resets.get(match.group(1), 0) + 1
+        self._forward(body)
+        return None
+
+    def _reset(self, system: str, body: bytes, fault: dict) -> int | None:
+        """A ComputerSystem.Reset: the faults that concern it, then the emulator; logged with its answer."""
+        try:
+            reset_type = str((json.loads(body or b"{}") or {}).get("ResetType"))
+        except (ValueError, AttributeError):
+            reset_type = "?"
+        if fault.get("power_delay"):
+            time.sleep(fault["power_delay"])
+        if fault.get("fail_power"):
+            status = 500
+            self._redfish_error(status, "Lab fault: power action failed, the chassis has no power")
+        elif fault.get("refuse_graceful") and reset_type == "GracefulShutdown":
+            status = 400
+            self._redfish_error(
+                status, "Lab fault: GracefulShutdown refused, the host does not support ACPI power button events"
+            )
+        else:
+            status = self._forward(body)
+        with self.server.lock:
+            log = self.server.reset_log.setdefault(system, [])
+            log.append({"reset_type": reset_type, "status": status, "time": time.time()})
+            del log[:-RESET_LOG_KEEP]
+        return status
+
+    def _reset_log(self) -> None:
+        parts = [urllib.parse.unquote(p) for p in self.path.split("?")[0].strip("/").split("/")]
+        system = parts[3] if len(parts) > 3 else None
+        with self.server.lock:
+            if self.command == "DELETE":
+                if system is None:
+                    self.server.reset_log.clear()
+                else:
+                    self.server.reset_log.pop(system, None)
+            if system is None:
+                out = {k: list(v) for k, v in self.server.reset_log.items()}
+            else:
+                out = list(self.server.reset_log.get(system, []))
+        self.reply_json(200, out)
 
     def _forward(self, body: bytes) -> int | None:
         return self.relay(
@@ -165,6 +215,7 @@ class ProxyServer(ThreadingHTTPServer):
         self.faults = Faults()
         self.lock = threading.Lock()
         self.resets: dict[str, int] = {}
+        self.reset_log: dict[str, list[dict]] = {}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -46,6 +46,7 @@ def set_fault(
     power_delay: float = 0,
     fail_virtual_media: bool = False,
     fail_power: bool = False,
+    refuse_graceful: bool = False,
 ) -> dict:
     """Replace the faults of one system (all off clears it)."""
     fault = {
@@ -54,8 +55,16 @@ def set_fault(
         "power_delay": power_delay,
         "fail_virtual_media": fail_virtual_media,
         "fail_power": fail_power,
+        "refuse_graceful": refuse_graceful,
     }
     return _call("PUT", _url(cfg, system), fault)
+
+
+def resets(cfg: LabConfig, system: str) -> list[dict]:
+    """The ComputerSystem.Reset requests the BMC of one system received, in order: ``{"reset_type" (ForceOff,
+    GracefulShutdown, On, ForceRestart, ...), "status" (the HTTP status it answered), "time"}``."""
+    url = f"http://{cfg.host}:{cfg.ports.bmc_proxy}/lab/resets/log/{urllib.parse.quote(_system_id(system), safe='')}"
+    return _call("GET", url)  # type: ignore[return-value]
 
 
 def get(cfg: LabConfig, system: str | None = None) -> dict:

@@ -179,6 +179,7 @@ def host_argument_spec() -> dict:
         deploy_kernel=dict(type="str"),
         deploy_ramdisk=dict(type="str"),
         deploy_iso=dict(type="str"),
+        max_provisioning_retries=dict(type="int"),
         **wait_argument_spec(wait=False),
         wait_state=dict(type="str"),
         workers=dict(type="int", default=8),

@@ -18,9 +18,16 @@ description:
     the collection moves each host itself as baremetal-operator does - Ironic node C(<namespace>~<name>), port
     from C(bootMACAddress), manage (the host is C(available) while the node stays manageable), provide and
     deploy with a config drive when C(spec.image) and C(spec.online) are set, deprovision when the image is
-    removed, power from C(spec.online) and C(reboot.metal3.io) annotations, errors into
-    C(status.errorType)/C(errorMessage).  With O(host_driver=external) something else moves the hosts and
+    removed, power from C(spec.online) and C(reboot.metal3.io) annotations (soft unless C({"mode":"hard"});
+    a soft power-off the BMC refuses is a C(power management error) and the next run powers off hard), errors
+    into C(status.errorType)/C(errorMessage).  With O(host_driver=external) something else moves the hosts and
     this module only writes the spec and waits on status.
+  - The C(baremetalhost.metal3.io/detached) annotation, as baremetal-operator - on a C(provisioned),
+    C(externally provisioned), C(available) or C(ready) host (any state with C({"force":true})) the Ironic node
+    is removed without touching the machine, C(status.operationalStatus) becomes C(detached) and nothing more is
+    asked of Ironic; removing the annotation registers the host again and adopts a provisioned one.  A detached
+    host is removed (O(state=absent)) without power-off or deprovisioning, unless the annotation says
+    C({"deleteAction":"delay"}).
   - Without O(wait), each host gets one reconcile step; with it, the hosts are reconciled until they reach
     what their spec asks for (or O(wait_state)), an error, or O(wait_timeout).
   - A host whose driver reports a new error during the task fails with that error (for example Ironic's
@@ -138,6 +145,14 @@ options:
   deploy_iso:
     description: The deploy ISO URL for virtual-media boot, as baremetal-operator's E(DEPLOY_ISO_URL).
     type: str
+    version_added: 0.2.0
+  max_provisioning_retries:
+    description:
+      - Failed provisioning attempts of one image (a failed deploy, Ironic's validation refusing it) after which a
+        host is not provisioned with it again until its image changes, as baremetal-operator's
+        C(--max-provisioning-retries). V(0) means no limit. The count is the host's C(status.provisioningFailCount).
+      - Defaults to 5, baremetal-operator's default.
+    type: int
     version_added: 0.2.0
   wait:
     description: Reconcile until every host reaches its goal (or O(wait_state)), fails, or O(wait_timeout) passes.

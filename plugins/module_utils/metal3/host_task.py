@@ -27,6 +27,8 @@ def run(p: dict, store, ns_default: str, check: bool, progress=None) -> dict:
     options = {"poll": p["wait_sleep"]}
     if p["host_driver"] == "ironic":
         options.update({k: p[k] for k in ("cloud", "ironic_url", "boot_iso", *DEPLOY_IMAGES) if p.get(k)})
+        if p.get("max_provisioning_retries") is not None:
+            options["max_provisioning_retries"] = p["max_provisioning_retries"]
     driver = drivers.get_driver(p["host_driver"], options)
     keys, written, befores, predicted = [], {}, {}, {}
     for entry in entries:

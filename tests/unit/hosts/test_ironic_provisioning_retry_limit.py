@@ -92,3 +92,41 @@ def test_the_driver_option_defaults_to_bmo_and_refuses_a_negative_limit():
     assert IronicDriver(ironic_url="http://ironic", max_provisioning_retries=0).max_provisioning_retries == 0
     with pytest.raises(Invalid, match="max_provisioning_retries"):
         IronicDriver(ironic_url="http://ironic", max_provisioning_retries=-1)
+
+
+class _RefusingIronic:
+    """Ironic's validation refuses the deploy interface (as for an image it cannot fetch)."""
+
+    def patch_node(self, node, ops):
+        return node
+
+    def validate_node(self, node, required=()):
+        ok = SimpleNamespace(result=True, reason=None)
+        return {"boot": ok, "deploy": SimpleNamespace(result=False, reason="image_source is not reachable")}
+
+
+def test_a_validation_error_counts_as_a_failed_attempt_and_deprovisions():
+    # BMO: any error of a provisioning attempt sends the host to deprovisioning and counts towards the limit
+    ctx = _ctx(S.BMH_STATE_PROVISIONING, BAD, provisioningFailCount=1, lastAttemptedImage=BAD)
+    ctx.conn = SimpleNamespace(baremetal=_RefusingIronic())
+    info, _ = cd.instance_info(ctx.view(), hints=None)
+    ctx.node = SimpleNamespace(
+        id="n-1",
+        provision_state="available",
+        driver="redfish",
+        instance_info=info,
+        instance_id="u-1",
+        deploy_interface="direct",
+    )
+    ctx.store = SimpleNamespace(get=lambda *a: {"data": {}})
+    actions._provisioning(ctx)
+    assert ctx.status["errorType"] == S.BMH_ERROR_PROVISIONING
+    assert ctx.status["errorMessage"] == "host validation error: deploy: image_source is not reachable"
+    assert ctx.state == S.BMH_STATE_DEPROVISIONING
+    assert ctx.status["provisioningFailCount"] == 2 and ctx.status["lastAttemptedImage"] == BAD
+
+
+def test_the_baremetalhost_module_passes_the_limit_to_the_driver():
+    from ansible_collections.baremetal.capi.plugins.module_utils.module import host_argument_spec
+
+    assert host_argument_spec()["max_provisioning_retries"] == {"type": "int"}

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.configdrive as cd
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.delete as ironic_delete
+import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.detach as ironic_detach
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.hardware as ironic_hardware
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.node as ironic_node
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.register as reg
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.context import NOW
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.power import power
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.power import clear_reboot_annotations, power
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta, names
 
 S = names
@@ -42,12 +43,16 @@ BUSY = (
 
 
 def handle(ctx):
-    if meta.is_deleting(ctx.host):
+    if meta.is_deleting(ctx.host) and ironic_detach.route_delete(ctx):
         return ironic_delete.route_delete(ctx)
-    if meta.add_finalizer(meta.deepcopy(ctx.host), S.BMH_FINALIZER):
+    if not meta.is_deleting(ctx.host) and meta.add_finalizer(meta.deepcopy(ctx.host), S.BMH_FINALIZER):
         ctx.update_meta(lambda o: meta.add_finalizer(o, S.BMH_FINALIZER))
     if _restore_status(ctx):
         return NOW
+    # the detached annotation: no Ironic action while it holds (BMO checks it before Register)
+    wait = ironic_detach.check(ctx)
+    if wait is not None:
+        return wait
     state = ctx.state
     if state == S.BMH_STATE_NONE:
         if (ctx.spec.get("bmc") or {}).get("address"):
@@ -166,6 +171,7 @@ def _inspecting(ctx):
         # the request is consumed when inspection starts, so the next steps wait for the new inventory
         wait = ironic_node.provision(ctx, "inspect")
         ctx.update_meta(lambda o: o["metadata"]["annotations"].pop(S.INSPECT_ANNOTATION, None) is not None)
+        clear_reboot_annotations(ctx)  # BMO: an inspection that started drops the reboot annotations
         return wait
     try:
         inventory = bm.get_node_inventory(node)
@@ -234,6 +240,26 @@ def _same_image(ctx) -> bool:
 
 
 def _provisioning(ctx):
+    wait = _provision_step(ctx)
+    if ctx.state != S.BMH_STATE_DEPROVISIONING:
+        # BMO actionProvisioning: a provisioning step that did not fail drops every reboot annotation
+        clear_reboot_annotations(ctx)
+    return wait
+
+
+def _provisioning_failed(ctx, message: str):
+    """BMO handleProvisioning: any error of a provisioning attempt - a failed deploy, Ironic's validation, a
+    config drive that cannot be built - sends the host to deprovisioning and counts towards the retry limit
+    (provisioningFailCount, across deprovision cycles; errorCount counts this attempt only)."""
+    wait = ctx.set_error(S.BMH_ERROR_PROVISIONING, message)
+    ctx.status["provisioningFailCount"] = int(ctx.status.get("provisioningFailCount") or 0) + 1
+    if _image(ctx):
+        ctx.status["lastAttemptedImage"] = _image(ctx)
+    ctx.set_state(S.BMH_STATE_DEPROVISIONING, "provisioning failed")
+    return wait
+
+
+def _provision_step(ctx):
     node = ctx.node
     image = ctx.spec.get("image") or {}
     state = node.provision_state
@@ -245,13 +271,7 @@ def _provisioning(ctx):
         return _deploy(ctx)
     if state == "deploy failed":
         msg = f"Image provisioning failed (url: {image.get('url')}, checksum: {image.get('checksum')}): "
-        wait = ctx.set_error(S.BMH_ERROR_PROVISIONING, msg + (ctx.ironic_error() or "deploy failed"))
-        # BMO handleProvisioning: a failed attempt counts across deprovision cycles (errorCount does not)
-        ctx.status["provisioningFailCount"] = int(ctx.status.get("provisioningFailCount") or 0) + 1
-        if _image(ctx):
-            ctx.status["lastAttemptedImage"] = _image(ctx)
-        ctx.set_state(S.BMH_STATE_DEPROVISIONING, "provisioning failed")
-        return wait
+        return _provisioning_failed(ctx, msg + (ctx.ironic_error() or "deploy failed"))
     if state == "active":
         ctx.status["provisioning"]["image"] = {k: v for k, v in image.items() if v}
         if (ctx.spec.get("customDeploy") or {}).get("method"):
@@ -262,20 +282,16 @@ def _provisioning(ctx):
         ctx.status["poweredOn"] = node.power_state == "power on"
         return ctx.set_state(S.BMH_STATE_PROVISIONED)
     if state == "error":
-        return ctx.set_error(S.BMH_ERROR_PROVISIONING, ctx.ironic_error() or "Ironic node is in error")
+        return _provisioning_failed(ctx, ctx.ironic_error() or "Ironic node is in error")
     return ctx.driver.poll
 
 
-def _deploy(ctx):
-    node, bm = ctx.node, ctx.conn.baremetal
+def _instance_ops(ctx, node) -> tuple[list, str | None]:
+    """The node patch that gives it the spec's instance_info, instance_uuid and deploy interface (§4)."""
     hints = ctx.status["provisioning"].get("rootDeviceHints")
     info, deploy_interface = cd.instance_info(ctx.view(), hints=hints, boot_iso=ctx.driver.boot_iso)
     if node.driver == "fake-hardware":
         deploy_interface = None  # fake-hardware nodes deploy with the fake interface whatever the image
-    try:
-        drive = cd.config_drive(ctx.store, ctx.host)
-    except Invalid as exc:
-        return ctx.set_error(S.BMH_ERROR_PROVISIONING, str(exc))
     current = dict(node.instance_info or {})
     wanted = {k: info.get(k) for k in set(current) | set(info) if k != "configdrive"}
     ops = ironic_node.diff_patch(current, wanted, "/instance_info")
@@ -286,12 +302,22 @@ def _deploy(ctx):
         ops.append({"op": "add", "path": "/deploy_interface", "value": deploy_interface})
     elif not deploy_interface and node.deploy_interface in ("ramdisk", "custom-agent") and not ctx.driver.boot_iso:
         ops.append({"op": "remove", "path": "/deploy_interface"})
+    return ops, deploy_interface
+
+
+def _deploy(ctx):
+    node, bm = ctx.node, ctx.conn.baremetal
+    try:
+        drive = cd.config_drive(ctx.store, ctx.host)
+    except Invalid as exc:
+        return _provisioning_failed(ctx, str(exc))
+    ops, _deploy_interface = _instance_ops(ctx, node)
     if ops:
         ctx.node = node = bm.patch_node(node, ops)
     result = bm.validate_node(node, required=())
     bad = [f"{k}: {result[k].reason}" for k in ("boot", "deploy") if k in result and not result[k].result]
     if bad:
-        return ctx.set_error(S.BMH_ERROR_PROVISIONING, "host validation error: " + "; ".join(bad))
+        return _provisioning_failed(ctx, "host validation error: " + "; ".join(bad))
     kw = {}
     if drive is not None:
         kw["config_drive"] = drive
@@ -319,6 +345,13 @@ def _externally_provisioned(ctx):
 def _adopt_then_power(ctx):
     node = ctx.node
     if node.provision_state == "manageable":
+        if base.has_image(ctx.view()):
+            # a node registered again (re-attached, or Ironic's database lost) is told what it runs before
+            # adoption, as BMO's configureNode does for a host with a current image; Ironic validates it
+            ops, _deploy_interface = _instance_ops(ctx, node)
+            if ops:
+                ctx.node = ctx.conn.baremetal.patch_node(node, ops)
+                ctx.say("instance_info set for adoption")
         return ironic_node.provision(ctx, "adopt")
     if node.provision_state == "adopt failed":
         return ctx.set_error(S.BMH_ERROR_PROVISIONED_REGISTRATION, "Host adoption failed: " + ctx.ironic_error())

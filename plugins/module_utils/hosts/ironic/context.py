@@ -38,6 +38,7 @@ class _Baremetal:
 
         def write(*args, **kwargs):
             self._ctx.node_read = None
+            self._ctx.acted = True
             return attr(*args, **kwargs)
 
         return write
@@ -65,6 +66,12 @@ class Ctx:
         # this step's read of the node while nothing was asked of Ironic since: the next action of the same
         # step uses it instead of reading the node again (a state change of the host alone asks Ironic nothing)
         self.node_read = None
+        # something was asked of Ironic in this step (any call but a read): the host may look as its spec asks
+        # while Ironic is still acting on that request, so the step is not the last one of a wait
+        self.acted = False
+        # the step ended in the host's steady state (power as wanted, or detached): Ironic has nothing under way
+        # for it; a step that waited on Ironic (a node verifying, adopting, cleaning) is not settled
+        self.settled = False
         self.host = host
         self.status = meta.deepcopy(host.get("status") or {})
         self.status.setdefault("provisioning", {})

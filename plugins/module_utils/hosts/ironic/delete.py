@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.configdrive as cd
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.node as ironic_node
+import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.power as ironic_power
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.register as reg
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.context import node_name
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
 from ansible_collections.baremetal.capi.plugins.module_utils.model import names as S
 
@@ -39,23 +41,52 @@ def route_delete(ctx):
     return _deleting(ctx)
 
 
-def _deleting(ctx):
+def node_name_of(ctx) -> str:
+    return node_name(ctx.ns, ctx.name)
+
+
+def _below(version: str | None, wanted: tuple[int, int]) -> bool:
+    try:
+        major, minor = (int(x) for x in (version or "").split(".")[:2])
+    except ValueError:
+        return True
+    return (major, minor) < wanted
+
+
+def remove_node(ctx, node, force: bool = False):
+    """BMO realDelete: remove ``node`` from Ironic without acting on the machine.  None once it is gone, else
+    the seconds to wait (Ironic busy with it).  ``force`` (a forced detach) aborts a ``*wait`` state."""
     bm = ctx.conn.baremetal
-    node = ctx.node = reg.find_node(ctx)
-    if node is not None:
-        state = node.provision_state
-        if (
-            state == "verifying"
-            or state in ("deploying", "cleaning", "inspecting", "servicing", "deleting")
-            or state.endswith("wait")
-        ):
+    ctx.node = node
+    if node is None:
+        return None
+    state = node.provision_state
+    if state == "verifying" or state in ("deploying", "cleaning", "inspecting", "servicing", "deleting"):
+        return ctx.driver.poll
+    if state.endswith("wait"):
+        if not force:
             return ctx.driver.poll
-        if state in ("available", "manageable") and node.instance_id:
-            ctx.node = node = bm.patch_node(node, [{"op": "remove", "path": "/instance_uuid"}])
-        if state not in ("enroll", "available", "manageable") and not node.is_maintenance:
-            bm.set_node_maintenance(node, S.IRONIC_FORCED_DELETE_REASON)
-        bm.delete_node(node, ignore_missing=True)
-        ctx.say(f"deleted Ironic node {node.name}")
+        target = "abort"
+        if state in ("deploy wait", "wait call-back"):
+            # aborting deploy wait needs API 1.110; below it BMO undeploys instead
+            data = bm.get_endpoint_data()
+            if _below(getattr(data, "max_microversion", None), (1, 110)):
+                target = "deleted"
+        return ironic_node.provision(ctx, target)
+    if state in ("available", "manageable") and node.instance_id:
+        ctx.node = node = bm.patch_node(node, [{"op": "remove", "path": "/instance_uuid"}])
+    if state not in ("enroll", "available", "manageable") and not node.is_maintenance:
+        bm.set_node_maintenance(node, S.IRONIC_FORCED_DELETE_REASON)
+    bm.delete_node(node, ignore_missing=True)
+    ctx.node = None
+    ctx.say(f"deleted Ironic node {node.name}")
+    return None
+
+
+def _deleting(ctx):
+    wait = remove_node(ctx, reg.find_node(ctx))
+    if wait is not None:
+        return wait
     ctx.update_meta(lambda o: meta.remove_finalizer(o, S.BMH_FINALIZER))
     return None
 
@@ -84,7 +115,8 @@ def deprovisioning(ctx):
         for k in ("image", "customDeploy", "rootDeviceHints"):
             ctx.status["provisioning"].pop(k, None)
         ctx.status["provisioning"]["rootDeviceHints"] = ctx.spec.get("rootDeviceHints") or dict(cd.DEFAULT_ROOT_DEVICE)
-        ctx.update_meta(lambda o: (o["metadata"].get("annotations") or {}).pop(S.REBOOT_ANNOTATION, None) is not None)
+        # BMO clears every reboot annotation, suffixed ones included, when a deprovision completes
+        ironic_power.clear_reboot_annotations(ctx)
         # BMO hsm handleDeprovisioning: a completed deprovision zeroes errorCount (the message stays until the
         # next attempt succeeds), so the next failure counts from 1 again
         ctx.status["errorCount"] = 0

@@ -28,6 +28,7 @@ import os
 import threading
 
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.actions as ironic_actions
+import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.detach as ironic_detach
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base, transient
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.context import NOW, Ctx
@@ -213,7 +214,12 @@ class IronicDriver:
         if ctx.host is None:
             return Step(done=True, changed=True, message="host deleted", data={"host": base.summary(None)})
         view = ctx.view()
-        done = not meta.is_deleting(view) and base.reached(view)
+        # a wait ends on a step that ended in the host's steady state and found nothing to ask of Ironic: a host
+        # whose status looks as its spec asks while Ironic still works on it (a node registered again and
+        # verifying, adopting) or right after a request (a node just deleted or patched) is not done.  A detached
+        # host is as far as it goes while the annotation holds (no Ironic action at all)
+        settled = base.reached(view) or ironic_detach.is_detached(view.get("status") or {})
+        done = not meta.is_deleting(view) and settled and ctx.settled and not ctx.acted
         msg = "; ".join(ctx.messages) or f"host is {ctx.state or 'new'}"
         wait = self.poll if after in (None, NOW) else float(after)
         return Step(
