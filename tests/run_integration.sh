@@ -47,11 +47,8 @@ REDFISH=(tests/integration/hosts tests/integration/lab_ironic tests/integration/
 # The agent path: a real ironic-python-agent inspects, cleans and deploys Redfish hosts (minutes per host on two
 # cores). It shares the 12 emulated hosts with the Redfish group, so it runs after it, on that line.
 AGENT=(tests/integration/agent)
-# the agent group's second line (see below); the files that exist are run
-AGENT_SIDE=()
-for path in tests/integration/agent/test_agent_ipmi.py tests/integration/agent/test_agent_host_features.py; do
-    [ -e "$path" ] && AGENT_SIDE+=("$path")
-done
+# the agent group's second line (see below): the IPMI host host-13, then the host features on host-03/04
+AGENT_SIDE=(tests/integration/agent/test_agent_ipmi.py tests/integration/agent/test_agent_host_features.py)
 E2E=(tests/integration/e2e tests/integration/lifecycle/test_etcd_client.py
      tests/integration/lifecycle/test_kcp_etcd_members.py tests/integration/awx/test_awx_cluster_jobs.py
      tests/integration/molecule)
