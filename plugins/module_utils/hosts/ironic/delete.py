@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.configdrive as cd
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.node as ironic_node
+import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.prepare as ironic_prepare
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.register as reg
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
 from ansible_collections.baremetal.capi.plugins.module_utils.model import names as S
@@ -81,9 +81,13 @@ def deprovisioning(ctx):
     if state == "manageable":
         return ironic_node.provision(ctx, "provide")
     if state == "available":
-        for k in ("image", "customDeploy", "rootDeviceHints"):
+        for k in ("image", "customDeploy"):
             ctx.status["provisioning"].pop(k, None)
-        ctx.status["provisioning"]["rootDeviceHints"] = ctx.spec.get("rootDeviceHints") or dict(cd.DEFAULT_ROOT_DEVICE)
+        # BMO clearHostProvisioningSettings: hints, software RAID and firmware are prepared again
+        ironic_prepare.clear_provisioning_settings(ctx.status["provisioning"])
+        hints = ironic_prepare.root_device_hints(ctx.spec)
+        if hints is not None:
+            ctx.status["provisioning"]["rootDeviceHints"] = hints
         ctx.update_meta(lambda o: (o["metadata"].get("annotations") or {}).pop(S.REBOOT_ANNOTATION, None) is not None)
         # BMO hsm handleDeprovisioning: a completed deprovision zeroes errorCount (the message stays until the
         # next attempt succeeds), so the next failure counts from 1 again
