@@ -156,12 +156,13 @@ def new_schema(name: str, ns: str, schema: dict, hardware: dict | None) -> dict:
     return obj
 
 
-def settings_status(hfs: dict, settings: dict, schema_ref: dict, schema: dict | None) -> tuple[dict, list[str]]:
+def settings_status(hfs: dict, settings: dict, schema_ref: dict | None, schema: dict | None) -> tuple[dict, list[str]]:
     """BMO HostFirmwareSettingsReconciler.updateStatus: the new status (settings read, schema reference,
     ChangeDetected / Valid) and the validation errors of the spec."""
     work = {"metadata": dict(hfs.get("metadata") or {}), "status": meta.deepcopy(hfs.get("status") or {})}
     status = work["status"]
-    status["schema"] = dict(schema_ref)
+    if schema_ref:
+        status["schema"] = dict(schema_ref)
     status["settings"] = {k: v for k, v in settings.items() if "Password" not in k}
     spec_settings = (hfs.get("spec") or {}).get("settings") or {}
     mismatch = any(
@@ -344,6 +345,33 @@ def components_change(store, name: str, ns: str) -> tuple[bool, dict | None]:
     if conditions.is_true(hfc, S.FIRMWARE_VALID):
         return True, hfc
     return False, None
+
+
+def _stale(obj: dict) -> bool:
+    cond = conditions.get(obj, S.FIRMWARE_CHANGE_DETECTED)
+    return cond is None or cond.get("observedGeneration") != (obj.get("metadata") or {}).get("generation")
+
+
+def reevaluate(store, name: str, ns: str) -> bool:
+    """The controllers' answer to a spec edit (they watch generation changes): ChangeDetected / Valid computed
+    again against the status last read from Ironic, without asking Ironic.  True when a status was written."""
+    written = False
+    hfs = _get(store, S.HFS_KIND, name, ns)
+    if hfs is not None and _stale(hfs) and (hfs.get("status") or {}).get("settings") is not None:
+        ref = hfs["status"].get("schema")
+        schema_obj = _get(store, S.FIRMWARE_SCHEMA_KIND, ref["name"], ref.get("namespace") or ns) if ref else None
+        schema = ((schema_obj or {}).get("spec") or {}).get("schema") if schema_obj else None
+        status, _errors = settings_status(hfs, hfs["status"]["settings"], ref, schema)
+        if status != hfs["status"]:
+            store.update_status({**hfs, "status": status})
+            written = True
+    hfc = _get(store, S.HFC_KIND, name, ns)
+    if hfc is not None and _stale(hfc) and hfc.get("status") is not None:
+        status = components_status(hfc, (hfc.get("status") or {}).get("components") or [])
+        if status != hfc["status"]:
+            store.update_status({**hfc, "status": status})
+            written = True
+    return written
 
 
 class NotReady(Exception):

@@ -222,6 +222,7 @@ def needs_preparing(ctx) -> bool:
     dirty, _new = provisioning_settings(ctx.spec, ctx.status["provisioning"])
     if dirty:
         return True
+    hf.reevaluate(ctx.store, ctx.name, ctx.ns)  # a spec edited since the last read
     try:
         return (
             hf.settings_change(ctx.store, ctx.name, ctx.ns)[0] or hf.components_change(ctx.store, ctx.name, ctx.ns)[0]
