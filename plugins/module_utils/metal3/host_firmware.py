@@ -120,7 +120,8 @@ def schema_from_ironic(rows: list[dict]) -> tuple[dict, dict]:
         if not name:
             continue
         value = row.get("value")
-        entry = {k: row[k] for k in SCHEMA_FIELDS if row.get(k) is not None}
+        # as BMO's SettingSchema serialises: nil pointers and empty lists omitted, a false read_only kept
+        entry = {k: row[k] for k in SCHEMA_FIELDS if row.get(k) is not None and row.get(k) != []}
         if "Password" in name:
             continue
         settings[name] = "" if value is None else str(value)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.configdrive as cd
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.firmware as ironic_firmware
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.node as ironic_node
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts import bmc
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import host_firmware as hf
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
 from ansible_collections.baremetal.capi.plugins.module_utils.model import names as S
@@ -285,7 +287,7 @@ def _prepare(ctx, data: dict, unprepared: bool, restart: bool) -> tuple[bool, fl
     """BMO Prepare: (started, wait); wait None when preparing is complete."""
     node = ctx.node
     state = node.provision_state
-    interface = node.raid_interface or NO_RAID
+    interface = _bmc_raid_interface(ctx)
     if state == "available":
         if unprepared:
             if clean_steps(interface, data):
@@ -310,6 +312,17 @@ def _prepare(ctx, data: dict, unprepared: bool, restart: bool) -> tuple[bool, fl
         return False, ctx.driver.poll * 2
     # an unexpected state (enroll, verifying, ...): BMO's transient error, try again
     return False, ctx.driver.poll
+
+
+def _bmc_raid_interface(ctx) -> str:
+    """The RAID interface of the host's BMC type (BMO bmcAccess.RAIDInterface()), not the node's current one:
+    software RAID switches the node to ``agent`` and a later hardware RAID request switches it back."""
+    try:
+        access = bmc.parse((ctx.spec.get("bmc") or {}).get("address"))
+    except Invalid:
+        access = None
+    iface = access.interfaces.get("raid_interface") if access is not None else None
+    return iface or ctx.node.raid_interface or NO_RAID
 
 
 def _start(ctx, interface: str, data: dict) -> list[dict]:
