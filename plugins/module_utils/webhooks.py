@@ -21,7 +21,7 @@ def _registry() -> dict:
     from ansible_collections.baremetal.capi.plugins.module_utils.maas import state as maas_state
     from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import cluster as m3_cluster
     from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import data_webhooks, host_spec, ipaddr
-    from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import host_firmware as hfw
+    from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import host_firmware_webhooks as hfw
     from ansible_collections.baremetal.capi.plugins.module_utils.model import template_webhooks as tw
     from ansible_collections.baremetal.capi.plugins.module_utils.remediation import common as remediation
 
