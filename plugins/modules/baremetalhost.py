@@ -19,7 +19,9 @@ description:
     from C(bootMACAddress), manage (the host is C(available) while the node stays manageable), provide and
     deploy with a config drive when C(spec.image) and C(spec.online) are set, deprovision when the image is
     removed, power from C(spec.online) and C(reboot.metal3.io) annotations, errors into
-    C(status.errorType)/C(errorMessage).  With O(host_driver=external) something else moves the hosts and
+    C(status.errorType)/C(errorMessage).  RAID (C(spec.raid)), BIOS settings (the host's HostFirmwareSettings)
+    and firmware updates (its HostFirmwareComponents) are applied in C(preparing) by manual cleaning, as
+    baremetal-operator applies them.  With O(host_driver=external) something else moves the hosts and
     this module only writes the spec and waits on status.
   - Without O(wait), each host gets one reconcile step; with it, the hosts are reconciled until they reach
     what their spec asks for (or O(wait_state)), an error, or O(wait_timeout).
@@ -45,7 +47,8 @@ options:
         C(credentialsName), C(disableCertificateVerification)), C(bootMACAddress), C(online),
         C(automatedCleaningMode) (V(metadata) or V(disabled)), C(bootMode), C(inspectionMode), C(rootDeviceHints),
         C(externallyProvisioned), C(image), C(customDeploy), C(userData), C(metaData), C(networkData),
-        C(disablePowerOff), C(architecture).
+        C(disablePowerOff), C(architecture), C(raid) (C(hardwareRAIDVolumes) or C(softwareRAIDVolumes)),
+        C(firmware).
       - BMC addresses in BMO's forms - C(redfish-virtualmedia://), C(redfish://), C(redfish+http(s)://),
         C(idrac-virtualmedia://), C(ilo5-virtualmedia://), C(redfish-uefihttp://), C(ipmi://), a bare host.
     type: dict
