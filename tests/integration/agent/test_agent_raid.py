@@ -70,3 +70,35 @@ def test_software_and_hardware_raid_refused_by_a_one_disk_host_then_withdrawn(ag
     bmh = al.bmh(name)
     assert [x["state"] for x in ok["hosts"]] == ["available"] and bmh["status"].get("errorType") is None
     assert al.node(name).provision_state == "manageable" and "raid" not in bmh["spec"]
+
+
+def test_a_bios_firmware_update_by_cleaning(agentlab):
+    """HostFirmwareComponents spec.updates: BMO's firmware.update clean step; Ironic's redfish firmware interface
+    (which needs the agent ramdisk up) posts UpdateService.SimpleUpdate to the emulated BMC, which raises the BIOS
+    version's minor number (it never reads the image), reboots the host and caches the new version."""
+    al = agentlab
+    al.wait_free([HOST])
+    name = al.host(HOST)["name"]
+    entry = al.agent_entry(HOST, inspectionMode="disabled")
+    task = {"baremetal.capi.baremetalhost": {"hosts": [entry], "wait": True, "wait_timeout": 900}}
+    (reg,) = al.play([task])
+    assert [x["state"] for x in reg["hosts"]] == ["available"]
+    hfc = al.store.get(S.HFC_KIND, name, al.ns)
+    before = {c["component"]: c["currentVersion"] for c in hfc["status"]["components"]}["bios"]
+    major, minor, patch = before.split(".")
+    updates = [{"component": "bios", "url": al.inv["images"]["url"] + "/images/lab-bios.bin"}]
+    al.play([{"baremetal.capi.object": {"kind": S.HFC_KIND, "name": name, "spec": {"updates": updates}}}])
+
+    (r,) = al.play([task])
+    assert [x["state"] for x in r["hosts"]] == ["available"] and r["changed"] is True
+    hfc = al.store.get(S.HFC_KIND, name, al.ns)
+    after = {c["component"]: c for c in hfc["status"]["components"]}["bios"]
+    assert after["currentVersion"] == f"{major}.{int(minor) + 1}.{patch}"
+    assert after["lastVersionFlashed"] == after["currentVersion"] or after.get("lastVersionFlashed") is None
+    assert hfc["status"]["updates"] == updates
+    change = [c for c in hfc["status"]["conditions"] if c["type"] == S.FIRMWARE_CHANGE_DETECTED][0]
+    assert change["status"] == "False"
+    node = al.node(name)
+    assert node.provision_state == "manageable" and not node.last_error
+    (again,) = al.play([task])
+    assert again["changed"] is False

@@ -312,3 +312,12 @@ def test_the_first_software_raid_volume_must_be_raid1():
         prepare.logical_disks({"softwareRAIDVolumes": [{"level": "0"}]})
     with pytest.raises(prepare.PrepareError, match="are repeated"):
         prepare.logical_disks({"hardwareRAIDVolumes": [{"level": "1", "name": "a"}, {"level": "0", "name": "a"}]})
+
+
+def test_hardware_raid_after_software_raid_goes_back_to_the_bmc_raid_interface(store):
+    bmc = {"address": "redfish-virtualmedia+http://bmc:8000/redfish/v1/Systems/1", "credentialsName": "c"}
+    host = _host(store, {"bmc": bmc, "raid": {"hardwareRAIDVolumes": [{"level": "1"}]}})
+    ironic = FakeIronic("manageable", raid_interface="agent")  # left by an earlier software RAID
+    _step(store, host, ironic)
+    assert ironic.calls[0] == ("patch", [{"op": "add", "path": "/raid_interface", "value": "redfish"}])
+    assert [c[0] for c in ironic.calls] == ["patch", "put", "provision"]
