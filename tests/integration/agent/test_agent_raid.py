@@ -4,6 +4,9 @@ ramdisk up.  Every lab host has one disk and its emulated BMC no Storage resourc
 a machine: the test asserts the whole chain up to the refusal (the node's raid_interface and target_raid_config, the
 clean steps the agent ran, the error in Ironic and in the BareMetalHost) and the host's recovery.
 
+And a BIOS firmware update from the host's HostFirmwareComponents, which Ironic's redfish firmware interface also
+runs with the agent ramdisk up.
+
 Lab host index 5 (host-06) only.
 """
 

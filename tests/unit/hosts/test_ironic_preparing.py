@@ -321,3 +321,15 @@ def test_hardware_raid_after_software_raid_goes_back_to_the_bmc_raid_interface(s
     _step(store, host, ironic)
     assert ironic.calls[0] == ("patch", [{"op": "add", "path": "/raid_interface", "value": "redfish"}])
     assert [c[0] for c in ironic.calls] == ["patch", "put", "provision"]
+
+
+def test_reading_the_same_values_again_writes_nothing(store):
+    host = _host(store, {})
+    ironic = FakeIronic("manageable")
+    _step(store, host, ironic)
+    versions = {k: store.get(k, "h0", "ns")["metadata"]["resourceVersion"] for k in (S.HFS_KIND, S.HFC_KIND)}
+    bmh = store.get("BareMetalHost", "h0", "ns")
+    bmh["status"]["provisioning"]["state"] = S.BMH_STATE_PREPARING
+    store.update_status(bmh)
+    assert _step(store, host, ironic).state == S.BMH_STATE_AVAILABLE
+    assert {k: store.get(k, "h0", "ns")["metadata"]["resourceVersion"] for k in versions} == versions

@@ -21,8 +21,11 @@ BIOS_MICROVERSION = "1.74"  # detail=True: the registry fields
 FIRMWARE_MICROVERSION = "1.86"  # the firmware interface and /firmware
 
 
-def read_settings(ctx) -> tuple[dict, dict]:
+def read_settings(ctx) -> tuple[dict, dict] | None:
+    """(settings, schema), or None from an Ironic older than the API version (406: BMO needs a newer one too)."""
     resp = ctx.conn.baremetal.get(f"/nodes/{ctx.node.id}/bios?detail=True", microversion=BIOS_MICROVERSION)
+    if resp.status_code == 406:
+        return None
     _raise_for(resp)
     return hf.schema_from_ironic(resp.json().get("bios") or [])
 
@@ -30,7 +33,11 @@ def read_settings(ctx) -> tuple[dict, dict]:
 def read_components(ctx) -> list[dict] | None:
     """The bios and bmc components, or None when this node has no firmware interface to ask."""
     resp = ctx.conn.baremetal.get(f"/nodes/{ctx.node.id}/firmware", microversion=FIRMWARE_MICROVERSION)
-    if resp.status_code in (400, 404, 406) and (ctx.node.firmware_interface or "no-firmware") == "no-firmware":
+    if resp.status_code == 406:  # BMO: "current ironic version does not support firmware updates"
+        return None
+    if resp.status_code in (400, 404) and (getattr(ctx.node, "firmware_interface", None) or "no-firmware") == (
+        "no-firmware"
+    ):
         return None
     _raise_for(resp)
     return hf.components_from_ironic(resp.json().get("firmware") or [])
@@ -47,12 +54,13 @@ def refresh(ctx) -> bool:
     HostFirmwareComponents of this host, from Ironic.  True when an object changed."""
     changed = False
     hfs = _get(ctx, S.HFS_KIND)
-    if hfs is not None:
-        settings, schema = read_settings(ctx)
+    read = read_settings(ctx) if hfs is not None else None
+    if read is not None:
+        settings, schema = read
         schema_obj = _schema(ctx, hfs, schema)
         ref = {"namespace": ctx.ns, "name": schema_obj["metadata"]["name"]}
         status, errors = hf.settings_status(hfs, settings, ref, schema)
-        if status != {k: v for k, v in (hfs.get("status") or {}).items() if k != "lastUpdated"}:
+        if _changed(status, hfs):
             status["lastUpdated"] = _now()
             ctx.store.update_status({**hfs, "status": status})
             changed = True
@@ -63,11 +71,18 @@ def refresh(ctx) -> bool:
         components = read_components(ctx)
         if components is not None:
             status = hf.components_status(hfc, components)
-            if status != {k: v for k, v in (hfc.get("status") or {}).items() if k != "lastUpdated"}:
+            if _changed(status, hfc):
                 status["lastUpdated"] = _now()
                 ctx.store.update_status({**hfc, "status": status})
                 changed = True
     return changed
+
+
+def _changed(status: dict, obj: dict) -> bool:
+    def strip(st):
+        return {k: v for k, v in (st or {}).items() if k != "lastUpdated"}
+
+    return strip(status) != strip(obj.get("status"))
 
 
 def _now() -> str:
