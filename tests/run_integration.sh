@@ -47,8 +47,11 @@ REDFISH=(tests/integration/hosts tests/integration/lab_ironic tests/integration/
 # The agent path: a real ironic-python-agent inspects, cleans and deploys Redfish hosts (minutes per host on two
 # cores). It shares the 12 emulated hosts with the Redfish group, so it runs after it, on that line.
 AGENT=(tests/integration/agent)
-# the agent group's second line (see below): the IPMI host host-13, then the host features on host-03/04
-AGENT_SIDE=(tests/integration/agent/test_agent_ipmi.py tests/integration/agent/test_agent_host_features.py)
+# the agent group runs on three lines side by side (their files use different hosts, and most of their time is
+# spent waiting on them): the cluster (host-09..11) then the IPMI host (host-13); the host features (host-03/04)
+# then firmware and RAID (host-06); the rest (test_agent_hosts.py: host-01/02, host-12)
+AGENT_LINE1=(tests/integration/agent/test_agent_cluster.py tests/integration/agent/test_agent_ipmi.py)
+AGENT_LINE2=(tests/integration/agent/test_agent_host_features.py tests/integration/agent/test_agent_raid.py)
 E2E=(tests/integration/e2e tests/integration/lifecycle/test_etcd_client.py
      tests/integration/lifecycle/test_kcp_etcd_members.py tests/integration/awx/test_awx_cluster_jobs.py
      tests/integration/molecule)
@@ -70,20 +73,17 @@ IGNORE+=(--ignore=tests/integration/lifecycle --ignore=tests/integration/stores 
 (
     "$PY" -m pytest -p no:cacheprovider "${REDFISH[@]}" "${E2E_LATE[@]}" -q -rs --durations=15 >"$OUT/redfish.log" 2>&1
     rc_r=$?
-    # three lines side by side: their files use different hosts, and most of their time is spent waiting on them
-    # (the cluster on host-09..11; the IPMI host host-13 then the host features on host-03/04; the rest)
-    "$PY" -m pytest -p no:cacheprovider "${AGENT[0]}/test_agent_cluster.py" -q -rs --durations=15 \
-        >"$OUT/agent-cluster.log" 2>&1 &
-    agent_cluster=$!
-    "$PY" -m pytest -p no:cacheprovider "${AGENT_SIDE[@]}" -q -rs --durations=15 >"$OUT/agent-side.log" 2>&1 &
-    agent_side=$!
-    agent_ignore=(--ignore="${AGENT[0]}/test_agent_cluster.py")
-    for path in "${AGENT_SIDE[@]}"; do agent_ignore+=(--ignore="$path"); done
+    "$PY" -m pytest -p no:cacheprovider "${AGENT_LINE1[@]}" -q -rs --durations=15 >"$OUT/agent-1.log" 2>&1 &
+    agent_1=$!
+    "$PY" -m pytest -p no:cacheprovider "${AGENT_LINE2[@]}" -q -rs --durations=15 >"$OUT/agent-2.log" 2>&1 &
+    agent_2=$!
+    agent_ignore=()
+    for path in "${AGENT_LINE1[@]}" "${AGENT_LINE2[@]}"; do agent_ignore+=(--ignore="$path"); done
     "$PY" -m pytest -p no:cacheprovider "${AGENT[@]}" "${agent_ignore[@]}" -q -rs --durations=15 \
         >"$OUT/agent.log" 2>&1
     rc_a=$?
-    wait "$agent_side" || rc_a=1
-    wait "$agent_cluster" && [ "$rc_a" = 0 ] || exit 1
+    wait "$agent_2" || rc_a=1
+    wait "$agent_1" && [ "$rc_a" = 0 ] || exit 1
     exit "$rc_r"
 ) &
 redfish=$!
@@ -105,6 +105,6 @@ cat "$OUT/e2e.log"
 echo "=== integration: tests on the Redfish BMCs, then the playbooks on the oldest and newest ansible-core"
 cat "$OUT/redfish.log"
 echo "=== integration: the agent path (ironic-python-agent on Redfish hosts)"
-cat "$OUT/agent-cluster.log" "$OUT/agent-side.log" "$OUT/agent.log"
+cat "$OUT/agent-1.log" "$OUT/agent-2.log" "$OUT/agent.log"
 [ "$rc_redfish" = 0 ] && [ "$rc_other" = 0 ] || rc=1
 exit "$rc"

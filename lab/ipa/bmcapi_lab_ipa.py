@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 
-from ironic_python_agent import hardware, tls_utils
+from ironic_python_agent import errors, hardware, tls_utils
 
 ENV = "BMCAPI_LAB_IPA_HOST"
 # A custom deploy step of the lab's own (what a BareMetalHost's spec.customDeploy.method names, as
@@ -190,6 +190,27 @@ class LabHardwareManager(hardware.GenericHardwareManager):
         cert_path, key_path = os.path.join(root, "agent.crt"), os.path.join(root, "agent.key")
         content = tls_utils._generate_tls_certificate(cert_path, key_path, self.host["name"], ip_address)
         return tls_utils.TlsCertificate(content, cert_path, key_path)
+
+    # --- software RAID (the agent's raid interface) ------------------------------------
+    # IPA's generic code builds md arrays with mdadm over every disk lsblk shows (``mdadm --assemble --scan``,
+    # ``--create``, ``--stop`` ...): on this machine that is the machine's own devices, not the host's.  The
+    # emulated host is what the lab gives it: one disk and no md arrays, so there is nothing to delete, and
+    # an array over physical disks cannot be built on one disk; the configuration is checked with IPA's own
+    # rules first, so a bad one fails as it does on any host.
+
+    def delete_configuration(self, node, ports):
+        return {}
+
+    def create_configuration(self, node, ports):
+        raid_config = node.get("target_raid_config") or {}
+        if not raid_config:
+            return {}
+        self.validate_configuration(raid_config, node)
+        disks = [d.name for d in self.list_block_devices()]
+        levels = ", ".join(f"RAID-{ld.get('raid_level')}" for ld in raid_config.get("logical_disks") or [])
+        raise errors.SoftwareRAIDError(
+            f"Software RAID ({levels}) needs at least 2 physical disks; this host has {len(disks)}: {', '.join(disks)}"
+        )
 
     # --- deploy steps --------------------------------------------------------------
 

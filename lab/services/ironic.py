@@ -98,7 +98,8 @@ def _start_sushy(cfg: LabConfig, venv) -> int:
     return process.start(
         cfg,
         SUSHY,
-        [str(venv / "bin" / "sushy-emulator"), "--config", str(conf)],
+        # sushy-emulator with BIOS attributes and firmware versions in its fake driver (lab/ironic/sushy_lab.py)
+        [str(venv / "bin" / "python"), str(REPO / "lab" / "ironic" / "sushy_lab.py"), "--config", str(conf)],
         # virtual media downloads land in TMPDIR: keep them in the lab, where tests read them back
         env={"TMPDIR": str(configs.sushy_media_dir(cfg))},
         ready=lambda: _sushy_ok(cfg),

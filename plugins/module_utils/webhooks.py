@@ -21,6 +21,7 @@ def _registry() -> dict:
     from ansible_collections.baremetal.capi.plugins.module_utils.maas import state as maas_state
     from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import cluster as m3_cluster
     from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import data_webhooks, host_spec, ipaddr
+    from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import host_firmware_webhooks as hfw
     from ansible_collections.baremetal.capi.plugins.module_utils.model import template_webhooks as tw
     from ansible_collections.baremetal.capi.plugins.module_utils.remediation import common as remediation
 
@@ -64,6 +65,8 @@ def _registry() -> dict:
         "KubeadmControlPlane.controlplane.cluster.x-k8s.io": (None, plain(control_plane.validate_control_plane)),
         "MachineDeployment.cluster.x-k8s.io": (None, plain(deployment.validate_deployment)),
         "ClusterResourceSet.addons.cluster.x-k8s.io": (addons.default, addons.validate),
+        "HostFirmwareSettings.metal3.io": (None, hfw.validate_settings_object),
+        "HostFirmwareComponents.metal3.io": (None, hfw.validate_components_object),
     }
 
 

@@ -20,7 +20,9 @@ description:
     deploy with a config drive when C(spec.image) and C(spec.online) are set, deprovision when the image is
     removed, power from C(spec.online) and C(reboot.metal3.io) annotations (soft unless C({"mode":"hard"});
     a soft power-off the BMC refuses is a C(power management error) and the next run powers off hard), errors
-    into C(status.errorType)/C(errorMessage).  With O(host_driver=external) something else moves the hosts and
+    into C(status.errorType)/C(errorMessage).  RAID (C(spec.raid)), BIOS settings (the host's
+    HostFirmwareSettings) and firmware updates (its HostFirmwareComponents) are applied in C(preparing) by manual
+    cleaning, as baremetal-operator applies them.  With O(host_driver=external) something else moves the hosts and
     this module only writes the spec and waits on status.
   - The C(baremetalhost.metal3.io/detached) annotation, as baremetal-operator - on a C(provisioned),
     C(externally provisioned), C(available) or C(ready) host (any state with C({"force":true})) the Ironic node
@@ -52,7 +54,8 @@ options:
         C(credentialsName), C(disableCertificateVerification)), C(bootMACAddress), C(online),
         C(automatedCleaningMode) (V(metadata) or V(disabled)), C(bootMode), C(inspectionMode), C(rootDeviceHints),
         C(externallyProvisioned), C(image), C(customDeploy), C(userData), C(metaData), C(networkData),
-        C(disablePowerOff), C(architecture).
+        C(disablePowerOff), C(architecture), C(raid) (C(hardwareRAIDVolumes) or C(softwareRAIDVolumes)),
+        C(firmware).
       - BMC addresses in BMO's forms - C(redfish-virtualmedia://), C(redfish://), C(redfish+http(s)://),
         C(idrac-virtualmedia://), C(ilo5-virtualmedia://), C(redfish-uefihttp://), C(ipmi://), a bare host.
     type: dict

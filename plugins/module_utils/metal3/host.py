@@ -20,6 +20,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils import objects, run
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Invalid, NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base, bmc
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic import configdrive as cd
+from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import host_firmware_webhooks
 from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, names
 
 API_VERSION = "metal3.io/v1alpha1"
@@ -90,6 +91,7 @@ def validate(host: dict, before: dict | None) -> None:
     spec = host.get("spec") or {}
     address = (spec.get("bmc") or {}).get("address")
     try:
+        access = None
         if address:
             access = bmc.parse(address)
             if access.needs_mac and not spec.get("bootMACAddress"):
@@ -110,6 +112,7 @@ def validate(host: dict, before: dict | None) -> None:
             raise Invalid(f"{spec['bootMode']!r} is not UEFI, UEFISecureBoot or legacy", field="spec.bootMode")
         if spec.get("image") or (spec.get("customDeploy") or {}).get("method"):
             cd.validate_image(spec.get("image"), spec.get("customDeploy"))
+        host_firmware_webhooks.validate_host_raid_firmware(spec, access)
         ns = meta.namespace(host)
         for field in ("userData", "metaData", "networkData"):
             other = (spec.get(field) or {}).get("namespace")

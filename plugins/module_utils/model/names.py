@@ -210,6 +210,17 @@ BMH_ERROR_SERVICING = "servicing error"
 # BMO --max-provisioning-retries: failed deploys of one image before provisioning stops (0: no limit)
 BMH_MAX_PROVISIONING_RETRIES = 5
 
+# HostFirmwareSettings / HostFirmwareComponents (BMO hostfirmwaresettings_types.go, hostfirmwarecomponents_types.go)
+HFS_KIND = "HostFirmwareSettings"
+HFC_KIND = "HostFirmwareComponents"
+FIRMWARE_SCHEMA_KIND = "FirmwareSchema"
+FIRMWARE_CHANGE_DETECTED = "ChangeDetected"  # the spec differs from the status
+FIRMWARE_VALID = "Valid"  # the spec can be configured on the host
+HFS_REASON_SUCCESS = "Success"
+HFS_REASON_CONFIGURATION_ERROR = "ConfigurationError"
+HFC_REASON_OK = "OK"
+HFC_REASON_INVALID_COMPONENT = "InvalidComponent"
+
 # BareMetalHost status.operationalStatus
 BMH_OPERATIONAL_OK = "OK"
 BMH_OPERATIONAL_DISCOVERED = "discovered"

@@ -3,6 +3,7 @@ one image across deprovision cycles; at the limit the host is not provisioned ag
 
 from __future__ import annotations
 
+import tempfile
 from types import SimpleNamespace
 
 import pytest
@@ -13,6 +14,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic import
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.context import NOW, Ctx
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.driver import IronicDriver
 from ansible_collections.baremetal.capi.plugins.module_utils.model import names as S
+from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
 
 BAD = {"url": "http://images/img.raw", "checksum": "0" * 64, "checksumType": "sha256", "format": "raw"}
 GOOD = dict(BAD, checksum="1" * 64)
@@ -22,10 +24,12 @@ def _ctx(state: str, image: dict, limit: int = 5, **status) -> Ctx:
     host = {
         "metadata": {"name": "h0", "namespace": "ns", "uid": "u-1"},
         "spec": {"online": True, "image": dict(image)},
-        "status": {"provisioning": {"ID": "n-1", "state": state}, **status},
+        # an available host has been through preparing: its root device hints are recorded
+        "status": {"provisioning": {"ID": "n-1", "state": state, "rootDeviceHints": cd.DEFAULT_ROOT_DEVICE}, **status},
     }
     driver = SimpleNamespace(poll=1.0, boot_iso=None, max_provisioning_retries=limit, backoff=lambda n: float(2**n))
-    return Ctx(driver, store=None, host=host, conn=SimpleNamespace(baremetal=SimpleNamespace()))
+    store = SqliteStore(tempfile.mkdtemp(prefix="bmcapi-retry-") + "/s.db")  # no HostFirmwareSettings in it
+    return Ctx(driver, store=store, host=host, conn=SimpleNamespace(baremetal=SimpleNamespace()))
 
 
 def _deploy_failed(ctx: Ctx) -> None:

@@ -14,6 +14,7 @@ import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.dele
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.detach as ironic_detach
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.hardware as ironic_hardware
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.node as ironic_node
+import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.prepare as ironic_prepare
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.register as reg
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base
@@ -185,10 +186,9 @@ def _inspecting(ctx):
 
 
 def _preparing(ctx):
-    # no RAID or firmware settings here: only root device hints are recorded (BMO profile default /dev/sda)
+    # RAID, BIOS settings and firmware updates by manual cleaning, root device hints recorded (prepare.py)
     _take_hardware(ctx)
-    ctx.status["provisioning"]["rootDeviceHints"] = ctx.spec.get("rootDeviceHints") or dict(cd.DEFAULT_ROOT_DEVICE)
-    return ctx.set_state(S.BMH_STATE_AVAILABLE)
+    return ironic_prepare.preparing(ctx)
 
 
 def _available(ctx):
@@ -197,6 +197,8 @@ def _available(ctx):
         return ctx.set_state(S.BMH_STATE_EXTERNALLY_PROVISIONED)
     if annotations.get(S.INSPECT_ANNOTATION, "disabled") != "disabled":
         return ctx.set_state(S.BMH_STATE_INSPECTING)
+    if ironic_prepare.needs_preparing(ctx):  # BMO handleAvailable: RAID / firmware changed
+        return ctx.set_state(S.BMH_STATE_PREPARING, "RAID or firmware settings changed")
     _reset_fail_count_on_new_image(ctx)
     if ctx.spec.get("online") and base.has_image(ctx.view()) and not base.image_deployed(ctx.view()):
         try:

@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.configdrive as cd
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.node as ironic_node
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.power as ironic_power
+import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.prepare as ironic_prepare
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.register as reg
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.context import node_name
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
@@ -112,9 +112,13 @@ def deprovisioning(ctx):
     if state == "manageable":
         return ironic_node.provision(ctx, "provide")
     if state == "available":
-        for k in ("image", "customDeploy", "rootDeviceHints"):
+        for k in ("image", "customDeploy"):
             ctx.status["provisioning"].pop(k, None)
-        ctx.status["provisioning"]["rootDeviceHints"] = ctx.spec.get("rootDeviceHints") or dict(cd.DEFAULT_ROOT_DEVICE)
+        # BMO clearHostProvisioningSettings: hints, software RAID and firmware are prepared again
+        ironic_prepare.clear_provisioning_settings(ctx.status["provisioning"])
+        hints = ironic_prepare.root_device_hints(ctx.spec)
+        if hints is not None:
+            ctx.status["provisioning"]["rootDeviceHints"] = hints
         # BMO clears every reboot annotation, suffixed ones included, when a deprovision completes
         ironic_power.clear_reboot_annotations(ctx)
         # BMO hsm handleDeprovisioning: a completed deprovision zeroes errorCount (the message stays until the
