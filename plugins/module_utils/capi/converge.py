@@ -383,9 +383,7 @@ class _Loop:
         row = dict(self.hosts_deleting[name])
         row["state"] = "Deleted" if res.done else "Deleting"
         row["message"], row["failed"] = res.message, res.failed
-        moved = _row_key(row) != _row_key(self.hosts_deleting[name]) or row["failed"] != self.hosts_deleting[name].get(
-            "failed"
-        )
+        moved = row != self.hosts_deleting[name]
         self.hosts_deleting[name] = row
         if moved and self.progress:
             now = self.clock()

@@ -52,36 +52,30 @@ def root_device_hints(spec: dict) -> dict | None:
     return dict(cd.DEFAULT_ROOT_DEVICE)
 
 
+def _keep(provisioning: dict, key: str, value) -> bool:
+    """``provisioning[key] = value`` (removed when None); whether that changed it."""
+    if provisioning.get(key) == value:
+        return False
+    if value is None:
+        provisioning.pop(key, None)
+    else:
+        provisioning[key] = value
+    return True
+
+
 def provisioning_settings(spec: dict, provisioning: dict) -> tuple[bool, dict]:
     """BMO saveHostProvisioningSettings on a copy: (dirty, the new status.provisioning)."""
     new = meta.deepcopy(provisioning)
-    dirty = False
-    hints = root_device_hints(spec)
-    if new.get("rootDeviceHints") != hints:
-        if hints is None:
-            new.pop("rootDeviceHints", None)
-        else:
-            new["rootDeviceHints"] = hints
-        dirty = True
     raid = meta.deepcopy(spec.get("raid")) if spec.get("raid") else None
     if not raid and new.get("raid") is not None:
         # no RAID asked: keep the hardware volumes there are, remove software ones
         raid = {"softwareRAIDVolumes": []}
         if _hardware(new["raid"]):
             raid["hardwareRAIDVolumes"] = _hardware(new["raid"])
-    if new.get("raid") != raid:
-        if raid is None:
-            new.pop("raid", None)
-        else:
-            new["raid"] = raid
-        dirty = True
     firmware = meta.deepcopy(spec.get("firmware")) if spec.get("firmware") is not None else None
-    if new.get("firmware") != firmware:
-        if firmware is None:
-            new.pop("firmware", None)
-        else:
-            new["firmware"] = firmware
-        dirty = True
+    dirty = _keep(new, "rootDeviceHints", root_device_hints(spec))
+    dirty = _keep(new, "raid", raid) or dirty
+    dirty = _keep(new, "firmware", firmware) or dirty
     return dirty, new
 
 
