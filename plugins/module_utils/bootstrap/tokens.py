@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 
+from ansible_collections.baremetal.capi.plugins.module_utils import imports
+
 
 class _NoApiException(Exception):
     """Never raised: keeps the except clauses valid without the kubernetes client."""
@@ -13,7 +15,7 @@ def _api_exception() -> type[Exception]:
     """kubernetes' ApiException, imported only once a call failed: importing ``kubernetes`` loads its whole client
     (every API and model class), which a module that never reaches a workload cluster should not pay for."""
     try:
-        from kubernetes.client.exceptions import ApiException
+        ApiException = imports.load("kubernetes.client.exceptions").ApiException
     except ImportError:  # reported by the modules with missing_required_lib
         return _NoApiException
     return ApiException

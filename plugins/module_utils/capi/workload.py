@@ -20,6 +20,7 @@ import hashlib
 import json
 import threading
 
+from ansible_collections.baremetal.capi.plugins.module_utils import imports
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     CapiError,
     Conflict,
@@ -126,7 +127,8 @@ class WorkloadClient:
 
     def __init__(self, kubeconfig_text: str):
         import yaml
-        from kubernetes import config as kconfig
+
+        kconfig = imports.load("kubernetes.config")
 
         try:
             loaded = yaml.safe_load(kubeconfig_text)
@@ -140,7 +142,7 @@ class WorkloadClient:
     def core_v1(self):
         """The kubernetes CoreV1Api of this workload cluster (bootstrap tokens live in its kube-system)."""
         if self._core is None:
-            from kubernetes import client as k8s
+            k8s = imports.load("kubernetes.client")
 
             self._core = k8s.CoreV1Api(self._api)
         return self._core
@@ -148,7 +150,7 @@ class WorkloadClient:
     # -- the error mapping ------------------------------------------------------
 
     def _call(self, what: str, fn, *args, **kwargs):
-        from kubernetes.client.exceptions import ApiException
+        ApiException = imports.load("kubernetes.client.exceptions").ApiException
 
         kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
         kwargs.setdefault("_preload_content", False)
@@ -283,7 +285,7 @@ class WorkloadClient:
 
     def _send(self, what: str, method: str, path: str, body=None, *, content_type: str = "application/json",
               query=None):  # fmt: skip
-        from kubernetes.client.exceptions import ApiException
+        ApiException = imports.load("kubernetes.client.exceptions").ApiException
 
         api = self._api
 

@@ -32,6 +32,7 @@ import ssl
 import threading
 import time
 
+from ansible_collections.baremetal.capi.plugins.module_utils import imports
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import CapiError, Invalid, Requeue
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import tls
 
@@ -127,16 +128,17 @@ class Client:
             return self._session
 
     def _connect(self):
-        from maas.client.bones import SessionAPI
-        from maas.client.bones.helpers import api_url
-        from maas.client.utils.creds import Credentials
+        SessionAPI = imports.load("maas.client.bones").SessionAPI
+        api_url = imports.load("maas.client.bones.helpers").api_url
+        Credentials = imports.load("maas.client.utils.creds").Credentials
 
         return SessionAPI.fromURL(
             api_url(self.url), credentials=Credentials(*split_api_key(self._api_key)), insecure=not self.validate_certs
         )
 
     def _retry(self, what: str, fn, idempotent: bool = True):
-        from maas.client.bones import CallError, SessionError
+        bones = imports.load("maas.client.bones")
+        CallError, SessionError = bones.CallError, bones.SessionError
 
         delay = self.backoff
         retry_statuses = RETRY_STATUSES if idempotent else (503,)

@@ -17,6 +17,8 @@ import contextvars
 import ssl
 import types
 
+from ansible_collections.baremetal.capi.plugins.module_utils import imports
+
 _CURRENT: contextvars.ContextVar[ssl.SSLContext | None] = contextvars.ContextVar("maas_ssl_context", default=None)
 _INSTALLED = False
 
@@ -42,9 +44,9 @@ def install() -> None:
     global _INSTALLED
     if _INSTALLED:
         return
-    import aiohttp
-    from maas.client import bones
-    from maas.client.bones import helpers
+    aiohttp = imports.load("aiohttp")
+    bones = imports.load("maas.client.bones")
+    helpers = imports.load("maas.client.bones.helpers")
 
     def connector(*args, verify_ssl=True, **kwargs):
         ctx = _CURRENT.get()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 
+from ansible_collections.baremetal.capi.plugins.module_utils import imports
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Incompatible, StoreUnavailable, Timeout
 from ansible_collections.baremetal.capi.plugins.module_utils.model import crds as model_crds
 from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds
@@ -21,7 +22,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.model.crds import c
 
 def _served(client, kind: kinds.Kind) -> bool:
     """True when the API server serves ``kind`` at its version (from discovery)."""
-    from kubernetes.client.exceptions import ApiException
+    ApiException = imports.load("kubernetes.client.exceptions").ApiException
 
     from ansible_collections.baremetal.capi.plugins.module_utils.store.kubernetes import DynamicClient, _NoDiscovery
 
@@ -45,8 +46,8 @@ def apply_crds(client, kinds_to_apply=None, wait: float = 60.0, check_mode: bool
     With ``wait`` (seconds) the CRDs written are read every ``poll`` seconds until Established.
     Returns {created, updated, unchanged, skipped: {name: why}}.
     """
-    from kubernetes import client as k8s
-    from kubernetes.client.exceptions import ApiException
+    k8s = imports.load("kubernetes.client")
+    ApiException = imports.load("kubernetes.client.exceptions").ApiException
 
     client = getattr(client, "client", client)
     ext = k8s.ApiextensionsV1Api(client)

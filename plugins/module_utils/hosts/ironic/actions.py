@@ -16,6 +16,7 @@ import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.hard
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.node as ironic_node
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.prepare as ironic_prepare
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.register as reg
+from ansible_collections.baremetal.capi.plugins.module_utils import imports
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.context import NOW
@@ -150,7 +151,7 @@ def _write_hardware_data(ctx, hw: dict) -> None:
 
 
 def _inspecting(ctx):
-    from openstack import exceptions as osexc
+    osexc = imports.load("openstack.exceptions")
 
     annotations = (ctx.host.get("metadata") or {}).get("annotations") or {}
     requested = annotations.get(S.INSPECT_ANNOTATION, "disabled") != "disabled"  # inspect.metal3.io: re-inspect

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.delete as ironic_delete
+from ansible_collections.baremetal.capi.plugins.module_utils import imports
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.context import NOW
 from ansible_collections.baremetal.capi.plugins.module_utils.model import names as S
 
@@ -77,7 +78,7 @@ def route_delete(ctx) -> bool:
 
 def _own_node(ctx):
     """The host's node by its ID or name (not by MAC: a node another host registered is not this one's)."""
-    from openstack import exceptions as osexc
+    osexc = imports.load("openstack.exceptions")
 
     bm = ctx.conn.baremetal
     for ident in (ctx.status["provisioning"].get("ID"), ironic_delete.node_name_of(ctx)):

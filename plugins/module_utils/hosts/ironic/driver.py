@@ -29,6 +29,7 @@ import threading
 
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.actions as ironic_actions
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.detach as ironic_detach
+from ansible_collections.baremetal.capi.plugins.module_utils import imports
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base, transient
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.context import NOW, Ctx
@@ -115,21 +116,19 @@ class IronicDriver:
     def conn(self):
         c = getattr(self._local, "conn", None)
         if c is None:
-            with self._lock:
-                # openstacksdk (and requests under it) imported by one thread, not by worker threads at the
-                # same time (they met a partially initialised module); and only once a connection is needed,
-                # so a task with no host to move does not pay for the import
-                import openstack.config
-                from openstack import connection
+            # openstacksdk imported only once a connection is needed (a task with no host to move does not
+            # pay for it), under the process-wide import lock (see imports.py)
+            openstack_config = imports.load("openstack.config")
+            connection = imports.load("openstack.connection")
 
             # 0 retries: a 409 is BMO's "busy, requeue", not something to sleep on inside a step
             kwargs = {"baremetal_status_code_retries": 0}
             if self.ironic_url:
-                region = openstack.config.get_cloud_region(
+                region = openstack_config.get_cloud_region(
                     auth_type="none", baremetal_endpoint_override=self.ironic_url, **kwargs
                 )
             else:
-                region = openstack.config.get_cloud_region(cloud=self.cloud, **kwargs)
+                region = openstack_config.get_cloud_region(cloud=self.cloud, **kwargs)
             region._discovery_cache = self._discovery_cache  # as openstacksdk's own Connection.connect_as does
             c = connection.Connection(config=region)
             with self._discovery_lock:
@@ -186,7 +185,7 @@ class IronicDriver:
 
     def _step_error(self, exc, ctx) -> Step:
         """What the step does with Ironic's answers that are not transient (busy, moved on, gone)."""
-        from openstack import exceptions as osexc
+        osexc = imports.load("openstack.exceptions")
 
         after: float | str | None = NOW
         try:

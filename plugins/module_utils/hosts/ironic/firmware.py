@@ -12,6 +12,7 @@ node whose BMC has no BIOS resource has no settings (Ironic logs "BIOS settings 
 
 from __future__ import annotations
 
+from ansible_collections.baremetal.capi.plugins.module_utils import imports
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import host_firmware as hf
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
@@ -44,7 +45,7 @@ def read_components(ctx) -> list[dict] | None:
 
 
 def _raise_for(resp) -> None:
-    from openstack import exceptions as osexc
+    osexc = imports.load("openstack.exceptions")
 
     osexc.raise_from_response(resp)
 

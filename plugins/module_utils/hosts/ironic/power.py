@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from ansible_collections.baremetal.capi.plugins.module_utils import imports
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.context import NOW
 from ansible_collections.baremetal.capi.plugins.module_utils.model import names as S
@@ -92,7 +93,7 @@ def power(ctx):
         if resp.status_code == 409:
             return 3.0  # busy
         if resp.status_code >= 500:  # Ironic (or what is in front of it) failed transiently: the step requeues
-            from openstack import exceptions as osexc
+            osexc = imports.load("openstack.exceptions")
 
             raise osexc.HttpException(message=f"soft power off: {resp.text[:300]}", response=resp)
         if resp.status_code != 400:  # 400: soft power off not supported, hard as BMO falls back

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.configdrive as cd
 import ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.node as ironic_node
+from ansible_collections.baremetal.capi.plugins.module_utils import imports
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import bmc
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.context import NOW, Ctx, node_name
@@ -32,7 +33,7 @@ def credentials(ctx: Ctx, access: bmc.Access) -> tuple[str, str, str | None]:
 
 
 def find_node(ctx: Ctx):
-    from openstack import exceptions as osexc
+    osexc = imports.load("openstack.exceptions")
 
     if ctx.node_read is not None:
         return ctx.node_read
@@ -77,7 +78,7 @@ def register(ctx: Ctx):
         node = find_node(ctx)
     except Invalid as exc:
         return ctx.set_error(names.BMH_ERROR_REGISTRATION, str(exc))
-    from openstack import exceptions as osexc
+    osexc = imports.load("openstack.exceptions")
 
     bm = ctx.conn.baremetal
     driver_info = {**access.driver_info, **access.credentials(user, password)}
