@@ -47,7 +47,8 @@ def _discover(c) -> None:
     when that request meets a dropped connection, sends the request that needed it without a microversion:
     Ironic then answers as API 1.1 (406 "Request not acceptable" for a node create), an error that is not
     transient. Once discovery has succeeded keystoneauth keeps its answer for the connection's life; a failed
-    one is a transient failure of this step (ConnectionError), and the next step opens a new connection."""
+    one is a transient failure of this step (ConnectionError), and the next step opens a new connection.
+    The discovered proxy's provision-state changes are then PUTs only (:func:`_put_provision_state_only`)."""
     try:
         data = c.baremetal.get_endpoint_data()
     except Exception as exc:  # noqa: BLE001 - keystoneauth's DiscoveryFailure, a connection error
@@ -56,6 +57,7 @@ def _discover(c) -> None:
     if data is None or not data.max_microversion:
         _close(c)
         raise ConnectionError("Ironic API version discovery gave no microversion range")
+    _put_provision_state_only(c.baremetal)
 
 
 def _close(c) -> None:
@@ -63,6 +65,28 @@ def _close(c) -> None:
         c.close()
     except Exception:  # noqa: BLE001 - closing is best effort
         pass
+
+
+def _put_provision_state_only(proxy) -> None:
+    """Make ``proxy.set_node_provision_state`` send its PUT and nothing else.
+
+    openstacksdk reads the node again after every provision-state change it sends without waiting (a GET of the
+    whole node); BMO (gophercloud's ChangeProvisionState) sends the PUT and requeues, and so do the steps here:
+    the answer of that GET was never used, the next step reads the node. One Ironic call less per state change
+    (manage, provide, deploy, undeploy, adopt). A call that waits keeps openstacksdk's own method.
+    """
+    node_module = imports.load("openstack.baremetal.v1.node")
+    original = proxy.set_node_provision_state
+
+    def set_node_provision_state(node, target, **kwargs):
+        if kwargs.get("wait"):
+            return original(node, target, **kwargs)
+        put = node_module.Node.existing(id=getattr(node, "id", node))
+        put.fetch = lambda *args, **kw: put  # the read after the PUT, not made
+        put.set_provision_state(proxy, target, **kwargs)
+        return node
+
+    proxy.set_node_provision_state = set_node_provision_state
 
 
 class IronicDriver:
