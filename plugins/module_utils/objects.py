@@ -269,3 +269,30 @@ def remove(
                 obj=meta.ref(after),
             )
         time.sleep(sleep)
+
+
+def selected_kind(params: dict) -> kinds.Kind:
+    """The kind of a delete by label selector (the object module's ``label_selector``), refusing what would make
+    it ambiguous: a name or a definition (one object), state=present, no kind."""
+    for other in ("name", "definition"):
+        if params.get(other):
+            raise Invalid(f"label_selector deletes every matching object: not with {other}", field=other)
+    if params.get("state") != "absent":
+        raise Invalid("label_selector is for state=absent (deleting the matching objects)", field="state")
+    if not params.get("kind"):
+        raise Invalid("label_selector needs the kind of the objects to delete", field="kind")
+    return kinds.resolve(params["kind"], params.get("api_version"))
+
+
+def remove_selected(store, k: kinds.Kind, namespace, selector, check: bool = False, **wait) -> dict:
+    """Delete every object of ``k`` in ``namespace`` whose labels match ``selector`` (a string, a list of strings
+    all of which must match, or a LabelSelector mapping), each as :func:`remove` deletes one.
+    Returns the objects deleted (that would be, with ``check``), as they were before."""
+    if isinstance(selector, list):
+        selector = ",".join(str(v) for v in selector if v)
+    deleted = []
+    for ns, name in store.list_keys(k.key, namespace, selector):
+        changed, before, _after = remove(store, k, name, ns or None, check=check, **wait)
+        if changed:
+            deleted.append(before)
+    return deleted

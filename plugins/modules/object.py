@@ -82,6 +82,14 @@ options:
     type: str
     choices: [present, absent]
     default: present
+  label_selector:
+    description:
+      - With O(state=absent) and no O(name), delete every object of O(kind) in O(namespace) whose labels match
+        (what C(kubectl delete -l) does), each as O(state=absent) deletes one; with O(wait), until each is gone.
+      - In any form M(baremetal.capi.object_info) accepts (a string, a list of strings, a LabelSelector mapping).
+      - Not with O(name), O(definition) or O(state=present).
+    type: raw
+    version_added: 0.2.0
   force:
     description:
       - With O(state=present), replace the stored object with the given one instead of merging.
@@ -160,6 +168,13 @@ EXAMPLES = r"""
     wait: true
     wait_timeout: 600
 
+- name: Delete the MachineDeployments of a cluster
+  baremetal.capi.object:
+    kind: MachineDeployment
+    namespace: metal3
+    label_selector: cluster.x-k8s.io/cluster-name=prod
+    state: absent
+
 - name: Everything in the kubernetes store of a management cluster
   baremetal.capi.object:
     store:
@@ -190,6 +205,12 @@ object:
       generation: 1
       creationTimestamp: "2026-01-01T00:00:00Z"
     spec: {}
+deleted:
+  description: With O(label_selector), the names of the objects this task deleted (would delete, in check mode).
+  returned: with O(label_selector)
+  type: list
+  elements: str
+  sample: [prod-md-0]
 method:
   description: What was (or in check mode would be) done - V(create), V(update), V(delete), or V(null) for nothing.
   returned: always
@@ -203,6 +224,17 @@ from ansible_collections.baremetal.capi.plugins.module_utils.module import (  # 
     namespace_argument_spec,
     wait_argument_spec,
 )
+
+
+def _delete_selected(module) -> None:
+    """state=absent with a label selector: every matching object of the kind in the namespace, one by one."""
+    p = module.params
+    kind = objects.selected_kind(p)
+    namespace = (p["namespace"] or module.namespace) if kind.namespaced else None
+    wait = dict(wait=p["wait"], timeout=p["wait_timeout"], sleep=p["wait_sleep"])
+    before = objects.remove_selected(module.store, kind, namespace, p["label_selector"], module.check_mode, **wait)
+    names = [o["metadata"]["name"] for o in before]
+    module.exit(bool(before), before=before, after=[], deleted=names, object=None, method="delete" if before else None)
 
 
 def main():
@@ -219,11 +251,15 @@ def main():
             status=dict(type="dict"),
             state=dict(type="str", choices=["present", "absent"], default="present"),
             force=dict(type="bool", default=False),
+            label_selector=dict(type="raw"),
             **wait_argument_spec(wait=False, timeout=300),
         ),
         supports_check_mode=True,
     )
     p = module.params
+    if p["label_selector"] is not None:
+        with module.errors():
+            _delete_selected(module)
     # Before anything else: the raw stringData is echoed back in the invocation otherwise.
     given = p["definition"] or {}
     module.no_log_secrets(dict(given, kind=p["kind"] or given.get("kind")))

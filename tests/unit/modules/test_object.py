@@ -165,6 +165,44 @@ def test_absent_deletes_and_is_idempotent(run, store, ns):
     assert again["changed"] is False
 
 
+def test_absent_with_a_label_selector_deletes_every_match(run, store, ns):
+    for name, team in (("a1", "a"), ("a2", "a"), ("b1", "b")):
+        run(obj_module, dict(kind="Cluster", name=name, labels={"team": team}))
+    gone = dict(kind="Cluster", label_selector="team=a", state="absent")
+    check = run(obj_module, gone, check=True)
+    assert check["changed"] is True and sorted(check["deleted"]) == ["a1", "a2"]
+    assert len(store.list("Cluster", ns)) == 3
+    result = run(obj_module, gone)
+    assert result["changed"] is True and sorted(result["deleted"]) == ["a1", "a2"] and result["method"] == "delete"
+    assert [c["metadata"]["name"] for c in store.list("Cluster", ns)] == ["b1"]
+    again = run(obj_module, dict(gone, label_selector=["team=a"]))
+    assert again["changed"] is False and again["deleted"] == []
+    matched = run(obj_module, dict(gone, label_selector={"matchLabels": {"team": "b"}}))
+    assert matched["deleted"] == ["b1"] and store.list("Cluster", ns) == []
+
+
+def test_secrets_deleted_by_selector_never_show_their_values(run, store, ns):
+    value = "s3cr3t-value-by-selector"
+    run(obj_module, dict(kind="Secret", name="creds", labels={"team": "a"}, definition={"stringData": {"k": value}}))
+    result = run(obj_module, dict(kind="Secret", label_selector="team=a", state="absent"), diff=True)
+    assert result["deleted"] == ["creds"] and result["diff"]["before"][0]["metadata"]["name"] == "creds"
+    assert value not in repr(result) and base64.b64encode(value.encode()).decode() not in repr(result)
+    assert result["diff"]["before"][0]["data"] == {"k": MASK}
+
+
+def test_a_label_selector_is_refused_where_it_would_be_ambiguous(run, store, ns):
+    run(obj_module, dict(kind="Cluster", name="keep", labels={"team": "a"}))
+    with_name = run(obj_module, dict(kind="Cluster", name="keep", label_selector="team=a", state="absent"))
+    assert with_name["failed"] and "name" in with_name["msg"] and "label_selector" in with_name["msg"]
+    present = run(obj_module, dict(kind="Cluster", label_selector="team=a"))
+    assert present["failed"] and "state=absent" in present["msg"]
+    no_kind = run(obj_module, dict(label_selector="team=a", state="absent"))
+    assert no_kind["failed"] and "kind" in no_kind["msg"]
+    bad = run(obj_module, dict(kind="Cluster", label_selector="team in (a", state="absent"))
+    assert bad["failed"]
+    assert [c["metadata"]["name"] for c in store.list("Cluster", ns)] == ["keep"]
+
+
 def test_absent_with_finalizer_times_out_naming_it(run, store, ns):
     run(obj_module, dict(CLUSTER, definition={"metadata": {"finalizers": ["cluster.cluster.x-k8s.io"]}}))
     result = run(obj_module, dict(PROD, state="absent", wait=True, wait_timeout=1, wait_sleep=1))
