@@ -166,7 +166,8 @@ def up(cfg: LabConfig) -> dict:
     process.start(
         cfg,
         IRONIC,
-        [str(venv / "bin" / "ironic"), "--config-file", str(conf)],
+        # Ironic's own service, its fake-hardware undeploy powering the node off (lab/ironic/ironic_lab.py)
+        [str(venv / "bin" / "python"), str(REPO / "lab" / "ironic" / "ironic_lab.py"), "--config-file", str(conf)],
         ready=checks[IRONIC],
         timeout=180,
     )

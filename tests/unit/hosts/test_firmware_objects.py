@@ -213,3 +213,39 @@ def test_an_ipmi_bmc_takes_no_hardware_raid_and_no_firmware_settings():
         m3host.validate(_bmh({**ipmi, "firmware": {"sriovEnabled": True}}), None)
     # software RAID is the agent's, whatever the BMC
     m3host.validate(_bmh({**ipmi, "raid": {"softwareRAIDVolumes": [{"level": "1"}]}}), None)
+
+
+def test_two_hosts_registering_at_once_share_one_firmware_schema(tmp_path):
+    # hosts with the same BIOS rules make the same FirmwareSchema; the one that loses the create reads the
+    # winner's and becomes one more owner (the lab failed "already exists" on one of three fake hosts)
+    from types import SimpleNamespace
+
+    from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound
+    from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic import firmware
+    from ansible_collections.baremetal.capi.plugins.module_utils.store.sqlite import SqliteStore
+
+    store = SqliteStore(str(tmp_path / "state.db"))
+    _settings, schema = hf.schema_from_ironic(BIOS_ROWS)
+    hfs = [store.create(dict(_hfs({}), metadata={"name": f"h{i}", "namespace": "ns"})) for i in range(2)]
+
+    class Racing:
+        """The store as host h1 saw it: the schema not there yet when it looked, there when it created."""
+
+        def __init__(self):
+            self.looked = False
+
+        def __getattr__(self, name):
+            return getattr(store, name)
+
+        def get(self, kind, name, ns=None):
+            if kind == S.FIRMWARE_SCHEMA_KIND and not self.looked:
+                self.looked = True
+                raise NotFound(name)
+            return store.get(kind, name, ns)
+
+    first = firmware._schema(SimpleNamespace(store=store, ns="ns", status={}), hfs[0], schema)
+    second = firmware._schema(SimpleNamespace(store=Racing(), ns="ns", status={}), hfs[1], schema)
+    assert second["metadata"]["name"] == first["metadata"]["name"]
+    stored = store.list(S.FIRMWARE_SCHEMA_KIND, "ns")
+    assert len(stored) == 1
+    assert sorted(o["name"] for o in stored[0]["metadata"]["ownerReferences"]) == ["h0", "h1"]

@@ -13,7 +13,7 @@ node whose BMC has no BIOS resource has no settings (Ironic logs "BIOS settings 
 from __future__ import annotations
 
 from ansible_collections.baremetal.capi.plugins.module_utils import imports
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import AlreadyExists, NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import host_firmware as hf
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
 from ansible_collections.baremetal.capi.plugins.module_utils.model import names as S
@@ -108,7 +108,12 @@ def _schema(ctx, hfs: dict, schema: dict) -> dict:
     except NotFound:
         obj = hf.new_schema(name, ctx.ns, schema, ctx.status.get("hardware"))
         meta.set_owner(obj, hfs)
-        return ctx.store.create(obj)
+        try:
+            return ctx.store.create(obj)
+        except AlreadyExists:
+            # another host with the same rules, registered at the same time, made it first: this host reads it
+            # and becomes one more owner (BMO's next reconcile finds it the same way)
+            obj = ctx.store.get(S.FIRMWARE_SCHEMA_KIND, name, ctx.ns)
     if meta.set_owner(obj, hfs):
         obj = ctx.store.update(obj)
     return obj
