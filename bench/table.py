@@ -76,6 +76,7 @@ class Cluster:
         tag = uuid.uuid4().hex[:6]
         self.name, self.ns = f"b{tag}", f"bench-{tag}"
         self.tmp, self.db = tmp, str(tmp / "state.db")
+        self.endpoint = (f"{net}.250", 6443)
         image = {k: inv["images"]["test_image"][k] for k in ("url", "checksum", "checksumType", "format")}
         hosts = []
         for i in range(n):
@@ -167,7 +168,20 @@ def one_read(db: str, ns: str) -> float:
     return time.perf_counter() - t0
 
 
-def bench_metal3(n: int, reps: int) -> None:
+def _wait_gone(host: str, port: int, timeout: float = 120) -> None:
+    """Until nothing accepts a connection at host:port (or the timeout)."""
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+        except OSError:
+            return
+        time.sleep(0.5)
+
+
+def bench_metal3(n: int, reps: int, first_net: int = 200) -> None:
     import openstack
 
     from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic import configdrive as cd
@@ -186,7 +200,9 @@ def bench_metal3(n: int, reps: int) -> None:
     floor = {"provision": [], "deprovision": [], "rerun": [], "calls": []}
     for rep in range(reps):
         with tempfile.TemporaryDirectory() as d:
-            c = Cluster(Path(d), inv, n, cfg.net(200 + rep))
+            # a /24 of its own per run: a workload API of an earlier size's run at the same address answers
+            # the floor's wait for kubeadm-config with that cluster's (its joins' token then went there)
+            c = Cluster(Path(d), inv, n, cfg.net(first_net + rep))
             offset = log.stat().st_size
             ours["provision"].append(c.play("provision_cluster.yml"))
             ours["rerun"].append(c.play("provision_cluster.yml", count_processes=True))
@@ -209,6 +225,10 @@ def bench_metal3(n: int, reps: int) -> None:
             print(f"  rep {rep}: ours provision {ours['provision'][-1]:.1f}s re-run {ours['rerun'][-1]:.1f}s "
                   f"deprovision {ours['deprovision'][-1]:.1f}s; Ironic calls {calls} ({disc} discovery)",
                   flush=True)  # fmt: skip
+            # the floor's control plane serves at the same address: it starts once ours' API server has gone
+            # (the node simulator stops it a few seconds after its host powered off), or the floor's wait for
+            # kubeadm-config reads ours' and its joins' token goes to a cluster about to vanish
+            _wait_gone(*c.endpoint)
             tag = uuid.uuid4().hex[:6]
             mac_prefix = f"52:54:03:{int(tag[:2], 16):02x}:{int(tag[2:4], 16):02x}"
             took, ids = floor_metal3.provision(conn, template, drives, infos, tag, kubeconfig, cni, mac_prefix)
@@ -478,8 +498,8 @@ def main() -> None:
             print(line, flush=True)
     if not args.skip_provision:
         bench_maas(args.maas_machines, args.reps)
-        for n in args.machines:
-            bench_metal3(n, args.reps)
+        for k, n in enumerate(args.machines):
+            bench_metal3(n, args.reps, first_net=150 + 10 * k)  # a /24 per repetition, none shared between sizes
     for line in table():
         print(line)
     if args.fleet:
