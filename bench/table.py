@@ -76,7 +76,7 @@ class Cluster:
         tag = uuid.uuid4().hex[:6]
         self.name, self.ns = f"b{tag}", f"bench-{tag}"
         self.tmp, self.db = tmp, str(tmp / "state.db")
-        self.endpoint = (f"{net}.250", 6443)
+        self.endpoint = (f"{net}.250", 6443)  # the control plane's; the floor's too (the same user data)
         image = {k: inv["images"]["test_image"][k] for k in ("url", "checksum", "checksumType", "format")}
         hosts = []
         for i in range(n):
@@ -90,7 +90,7 @@ class Cluster:
             })  # fmt: skip
         desc = {
             "name": self.name, "namespace": self.ns, "provider": "metal3", "kubernetes_version": "v1.34.4",
-            "control_plane_endpoint": {"host": f"{net}.250", "port": 6443},
+            "control_plane_endpoint": {"host": self.endpoint[0], "port": self.endpoint[1]},
             "control_plane": {"replicas": 1, "image": image, "automated_cleaning_mode": "disabled"},
             "workers": [{"name": "md-0", "replicas": n - 1, "image": image, "automated_cleaning_mode": "disabled"}],
             "ip_pools": [{"name": f"{self.name}-prov", "spec": {"namePrefix": f"{self.name}-prov", "prefix": 24,
@@ -200,8 +200,8 @@ def bench_metal3(n: int, reps: int, first_net: int = 200) -> None:
     floor = {"provision": [], "deprovision": [], "rerun": [], "calls": []}
     for rep in range(reps):
         with tempfile.TemporaryDirectory() as d:
-            # a /24 of its own per run: a workload API of an earlier size's run at the same address answers
-            # the floor's wait for kubeadm-config with that cluster's (its joins' token then went there)
+            # a /24 of its own per repetition and size: no run starts on an address an earlier run's
+            # workload API may still serve (see _wait_gone for the floor after ours in the same repetition)
             c = Cluster(Path(d), inv, n, cfg.net(first_net + rep))
             offset = log.stat().st_size
             ours["provision"].append(c.play("provision_cluster.yml"))
@@ -499,7 +499,7 @@ def main() -> None:
     if not args.skip_provision:
         bench_maas(args.maas_machines, args.reps)
         for k, n in enumerate(args.machines):
-            bench_metal3(n, args.reps, first_net=150 + 10 * k)  # a /24 per repetition, none shared between sizes
+            bench_metal3(n, args.reps, first_net=150 + 10 * k)  # up to 10 repetitions per size below the fleet's 210
     for line in table():
         print(line)
     if args.fleet:

@@ -166,7 +166,8 @@ def up(cfg: LabConfig) -> dict:
     process.start(
         cfg,
         IRONIC,
-        # Ironic's own service, its fake-hardware undeploy powering the node off (lab/ironic/ironic_lab.py)
+        # Ironic's own service, its fake-hardware deploy and undeploy powering the node on and off as real deploy
+        # interfaces do (lab/ironic/ironic_lab.py)
         [str(venv / "bin" / "python"), str(REPO / "lab" / "ironic" / "ironic_lab.py"), "--config-file", str(conf)],
         ready=checks[IRONIC],
         timeout=180,

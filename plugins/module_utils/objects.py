@@ -284,12 +284,10 @@ def selected_kind(params: dict) -> kinds.Kind:
     return kinds.resolve(params["kind"], params.get("api_version"))
 
 
-def remove_selected(store, k: kinds.Kind, namespace, selector, check: bool = False, **wait) -> dict:
+def remove_selected(store, k: kinds.Kind, namespace, selector, check: bool = False, **wait) -> list[dict]:
     """Delete every object of ``k`` in ``namespace`` whose labels match ``selector`` (a string, a list of strings
     all of which must match, or a LabelSelector mapping), each as :func:`remove` deletes one.
     Returns the objects deleted (that would be, with ``check``), as they were before."""
-    if isinstance(selector, list):
-        selector = ",".join(str(v) for v in selector if v)
     deleted = []
     for ns, name in store.list_keys(k.key, namespace, selector):
         changed, before, _after = remove(store, k, name, ns or None, check=check, **wait)

@@ -109,13 +109,6 @@ from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds 
 from ansible_collections.baremetal.capi.plugins.module_utils.module import CapiModule, mask, namespace_argument_spec  # noqa: E402 (imports follow the docs in a module)
 
 
-def selector(value):
-    """A list of selector strings means all of them: one comma-joined string."""
-    if isinstance(value, list):
-        return ",".join(str(v) for v in value if v)
-    return value
-
-
 def main():
     module = CapiModule(
         argument_spec=dict(
@@ -138,10 +131,10 @@ def main():
             except NotFound:
                 found = []
             if p["label_selector"] and found:
-                found = module.store.list(kind.key, namespace, selector(p["label_selector"]))
+                found = module.store.list(kind.key, namespace, p["label_selector"])
                 found = [o for o in found if o["metadata"]["name"] == p["name"]]
         else:
-            found = module.store.list(kind.key, p["namespace"], selector(p["label_selector"]))
+            found = module.store.list(kind.key, p["namespace"], p["label_selector"])
         module.close_store()
         if p["reveal_secrets"]:
             # The caller asked for the values: registering them as no_log would mask them again.

@@ -170,9 +170,11 @@ class Selector:
 
 
 def parse(selector, where: str = "selector") -> Selector:
-    """A Selector from None, a string, a LabelSelector mapping or a Selector."""
+    """A Selector from None, a string, a LabelSelector mapping, a Selector, or a list of those (all must match)."""
     if selector is None or isinstance(selector, Selector):
         return selector or Selector()
+    if isinstance(selector, list):
+        return Selector([r for i, s in enumerate(selector) for r in parse(s, f"{where}[{i}]").requirements])
     if isinstance(selector, str):
         return Selector(_parse_string(selector, where))
     if isinstance(selector, dict):

@@ -86,3 +86,11 @@ def test_round_trip_string():
     )
     assert str(sel) == "a=b,c notin (x,y)"
     assert str(selectors.parse(str(sel))) == str(sel)
+
+
+def test_a_list_of_selectors_means_all_of_them():
+    assert str(selectors.parse(["a=1", {"matchLabels": {"b": "2"}}])) == str(selectors.parse("a=1,b=2"))
+    assert selectors.parse([]).matches({"any": "thing"})
+    with pytest.raises(InvalidSelector) as err:
+        selectors.parse(["a=1", "b in (2"], where="label_selector")
+    assert err.value.field == "label_selector[1]"
