@@ -6,10 +6,11 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST := $(PY) -m pytest
 
-.PHONY: help venv core-venvs awx-collection ee cloud-init test lint sanity unit integration e2e lifecycle resilience molecule demo lab-up lab-down lab-status lab-reset bench clean
+.PHONY: help venv core-venvs awx-collection ee cloud-init test lint sanity unit integration e2e lifecycle resilience molecule demo demo-down check lab-up lab-down lab-status lab-reset bench clean
 
 help:
 	@echo "make demo   - bring up the lab and provision a cluster on each provider"
+	@echo "make demo-down - deprovision the demo clusters and stop the lab"
 	@echo "make test   - lint, sanity, unit and integration tests (starts and stops the lab)"
 	@echo "make bench  - benchmarks (not part of make test)"
 	@echo "make lifecycle | resilience - control-plane upgrades; kill -9, faulty Ironic, quorum loss (not in make test)"
@@ -100,6 +101,11 @@ lab-reset: venv
 
 demo: venv
 	$(PY) -m lab.demo
+
+# The demo's tear-down (README): both clusters deprovisioned and their hosts deregistered, then the lab stopped by
+# PID, whatever the deprovision said (its rc is the target's).
+demo-down: venv
+	rc=0; $(PY) -m lab.demo --down || rc=$$?; $(PY) -m lab down || rc=$$((rc ? rc : 1)); exit $$rc
 
 # One table, ours / floor / ratio (bench/table.py; needs `python -m lab up`). The bench_*.py scripts run alone.
 bench: venv

@@ -56,9 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown service(s): {', '.join(unknown)}; known: {', '.join(ORDER)}")
     rc = 0
     if args.action == "up":
-        from lab import addresses
+        from lab import bringup
 
-        addresses.write_lab_json(cfg)  # the inventories' and molecule scenarios' addresses and MAAS URL
+        bringup.prepare(cfg)  # the files the inventories and molecule scenarios read
         ephemeral = config.ephemeral_ports(cfg)
         if ephemeral:
             low, high, inside = ephemeral
@@ -71,12 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             t0 = time.monotonic()
             try:
-                if not _service(name).status(cfg).get("healthy"):  # a healthy service is this lab's own
-                    process.refuse_foreign_ports(cfg, name)
+                info, _started = bringup.start(cfg, name, always=True)
             except process.LabError as exc:
                 print(f"{name}: not started: {exc}", file=sys.stderr)
                 return 1
-            info = _service(name).up(cfg) or {}
             print(f"{name}: up in {time.monotonic() - t0:.1f}s {_printable(info)}")
     elif args.action == "down":
         for name in reversed(names):

@@ -3,6 +3,8 @@
     python -m lab.demo          # lab up, MAAS machines for the demo, provision_cluster.yml on inventory/lab
     python -m lab.demo --down   # deprovision both clusters, deregister the demo hosts
 
+(``make demo`` and ``make demo-down``, which then stops the lab, run them with the project's venv.)
+
 The clusters are described in inventory/lab (host_vars/demo-metal3.yml, demo-maas.yml); the playbook is the
 user's playbooks/provision_cluster.yml, run with the repository's ansible.cfg (progress callback on).
 """
@@ -10,7 +12,6 @@ user's playbooks/provision_cluster.yml, run with the repository's ansible.cfg (p
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import requests
 
-from lab import config
+from lab import bringup, config
 from lab.config import REPO
 
 SERVICES = ("kube", "ironic", "maas", "nodesim")
@@ -42,16 +43,8 @@ def collection_link() -> None:
 
 
 def lab_up(cfg) -> dict:
-    info = {}
-    for name in SERVICES:
-        svc = importlib.import_module(f"lab.services.{name}")
-        started = time.monotonic()
-        if not svc.status(cfg).get("healthy"):
-            print(f"lab: starting {name} ...", flush=True)
-            svc.up(cfg)
-            print(f"lab: {name} up in {time.monotonic() - started:.0f}s", flush=True)
-        info[name] = svc.status(cfg)
-    return info
+    """The lab's services up, and every file the demo's inventory reads written (lab/bringup.py)."""
+    return bringup.up(cfg, SERVICES, log=lambda line: print(line, flush=True))
 
 
 def maas_machines(info: dict) -> None:
@@ -91,16 +84,21 @@ def main() -> int:
     collection_link()
     started = time.monotonic()
     if args.down:
+        bringup.prepare(cfg)  # the inventory's files, even where they were removed since
         rc = playbook("deprovision_cluster.yml", "-e", "capi_deregister_hosts=true")
-        print(f"\ndemo clusters deprovisioned (rc={rc}); stop the lab with: python -m lab down")
+        print(f"\ndemo clusters deprovisioned (rc={rc}); stop the lab with: make lab-down")
         return rc
     info = lab_up(cfg)
     maas_machines(info["maas"])
     (cfg.root / "demo").mkdir(exist_ok=True)
     rc = playbook("provision_cluster.yml")
     took = time.monotonic() - started
+    if rc != 0:
+        # only the failure: the hints below are for clusters that exist
+        print(f"\nmake demo: FAILED in {took / 60:.1f} min (rc={rc}); the first failed task is above.")
+        return rc
     machines = machines_inventory(cfg)
-    print(f"\nmake demo: {'done' if rc == 0 else 'FAILED'} in {took / 60:.1f} min (rc={rc}).")
+    print(f"\nmake demo: done in {took / 60:.1f} min (rc={rc}).")
     rel = os.path.relpath(machines, REPO)
     print(f"The machines as Ansible hosts (baremetal.capi.machines): ansible-inventory -i {rel} --graph")
     print(f"  an ad-hoc run on every one of them: ansible -i {rel} all -m ansible.builtin.ping -c local")
@@ -108,7 +106,7 @@ def main() -> int:
         f"Kubeconfigs: {os.path.relpath(cfg.root / 'demo', REPO)}/<namespace>-<cluster>.kubeconfig (demo-maas's for "
         "the MAAS DNS record's address), and the <cluster>-kubeconfig Secrets in the store state.db beside them."
     )
-    print("Tear down: python -m lab.demo --down   (deprovision both clusters), then: python -m lab down")
+    print("Tear down: make demo-down   (deprovision both clusters, then stop the lab)")
     return rc
 
 

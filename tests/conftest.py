@@ -40,26 +40,16 @@ class Lab:
         self.info: dict[str, dict] = {}
 
     def need(self, *names: str) -> Lab:
-        import importlib
+        from lab import bringup
 
-        from lab import addresses
-
-        addresses.write_lab_json(self.cfg)
+        bringup.prepare(self.cfg)
         for name in names:
             if name in self.info:
                 continue
-            svc = importlib.import_module(f"lab.services.{name}")
-            if not svc.status(self.cfg).get("healthy"):
-                from lab import process
-
-                process.refuse_foreign_ports(self.cfg, name)  # never another lab's service on our ports
-                before = process.running(self.cfg)
-                svc.up(self.cfg)
-                # Ours to stop at the end only if this call started a process: a health check that timed out
-                # under load (the service was running all along, for the other pytest line too) is not.
-                if set(process.running(self.cfg).items()) - set(before.items()):
-                    self.started.append(name)
-            self.info[name] = svc.status(self.cfg)
+            _info, started = bringup.start(self.cfg, name)
+            if started:  # ours to stop at the end
+                self.started.append(name)
+            self.info[name] = bringup.service(name).status(self.cfg)
         return self
 
     def stop_started(self):

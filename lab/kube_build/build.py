@@ -94,17 +94,21 @@ def _go_env() -> dict:
     return env
 
 
-def _go(*args: str, capture: bool = False) -> str:
+def _go_binary() -> str:
     # The machine's Go lives in /usr/local/go/bin, which a non-login shell (CI) may not have on PATH.
     go = shutil.which("go") or shutil.which("go", path="/usr/local/go/bin:/usr/lib/go/bin")
     if go is None:
         raise BuildError(
             "the Go toolchain ('go') is not on PATH; it is needed once, to build the lab's Kubernetes binaries"
         )
+    return go
+
+
+def _go(*args: str, capture: bool = False, cwd: Path = HERE) -> str:
     proc = subprocess.run(
-        [go, *args],
+        [_go_binary(), *args],
         check=False,
-        cwd=HERE,
+        cwd=cwd,
         env=_go_env(),
         text=True,
         stdout=subprocess.PIPE if capture else None,
@@ -113,6 +117,52 @@ def _go(*args: str, capture: bool = False) -> str:
     if proc.returncode != 0:
         raise BuildError(f"go {' '.join(args)} failed with exit code {proc.returncode}")
     return proc.stdout or ""
+
+
+# A first build on a quiet 2-core machine (docs/lab.md "Building the binaries"): what the user is told to expect
+# when no earlier build on this machine recorded its own time.
+EXPECTED_FIRST_BUILD = "about 6 minutes on a quiet 2-core machine, several times that under load"
+
+
+def _clock(seconds: float) -> str:
+    return f"{int(seconds) // 60}m{int(seconds) % 60:02d}s"
+
+
+def to_build(package: str, cwd: Path = HERE) -> list[str]:
+    """The import paths ``go build package`` compiles: every dependency not up to date in Go's build cache."""
+    out = _go("list", "-deps", "-f", "{{if .Stale}}{{.ImportPath}}{{end}}", package, capture=True, cwd=cwd)
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def compile_with_progress(
+    args: list[str], total: int, what: str, expected: str, log, every: float = 20.0, cwd: Path = HERE
+) -> None:
+    """``go build -v args``, one progress line every ``every`` seconds: packages compiled of ``total``, time so
+    far and what to expect. ``go build -v`` names each package on stderr as it compiles it; anything else it says
+    (compile errors) is kept and named in the BuildError."""
+    cmd = [_go_binary(), "build", "-v", *args]
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=_go_env(), text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    done, other, last = 0, [], t0
+    for line in proc.stderr:
+        line = line.rstrip("\n")
+        if re.fullmatch(r"[\w.\-~/]+", line):
+            done += 1
+        else:
+            other.append(line)
+        now = time.monotonic()
+        if now - last >= every:
+            last = now
+            log(f"kube build: {what}: compiled {min(done, total)} of {total} packages, {_clock(now - t0)} so far "
+                f"(expected: {expected})")  # fmt: skip
+    rc = proc.wait()
+    if rc != 0:
+        tail = "\n".join(other[-15:])
+        raise BuildError(
+            f"step 'compile {what}' (go build) failed with exit code {rc} after "
+            f"{_clock(time.monotonic() - t0)}:\n{tail}"
+        )
+    log(f"kube build: {what}: compiled {done} packages and linked in {_clock(time.monotonic() - t0)}")
 
 
 def upstream_gomod(k8s_version: str = K8S_VERSION) -> str:
@@ -202,31 +252,53 @@ def _download(log, attempts: int = 4) -> None:
         try:
             _go("mod", "download")
             return
-        except BuildError:
+        except BuildError as exc:
             if attempt == attempts:
-                raise
+                raise BuildError(f"step 'download the Go modules' failed {attempts} times: {exc}") from exc
             log(f"go mod download failed (attempt {attempt} of {attempts}); retrying in {5 * attempt}s")
             time.sleep(5 * attempt)
 
 
-def _go_build(out: Path, lock: str, done, what: str, output: str, package: str, record, log) -> dict | None:
+def _modcache_mib() -> float:
+    root = _go("env", "GOMODCACHE", capture=True).strip()
+    total = 0
+    for dirpath, _dirs, files in os.walk(os.path.join(root, "cache", "download")):
+        total += sum(os.path.getsize(os.path.join(dirpath, f)) for f in files if f.endswith(".zip"))
+    return total / 2**20
+
+
+def _go_build(
+    out: Path, lock: str, done, what: str, output: str, package: str, record, log, expected: str
+) -> dict | None:
     """``go build`` of ``package`` into the folder ``out``, once: under the lock ``lock`` and only while
     ``done()`` is false (another process may have built it while this one waited for the lock); into a
     temporary folder that replaces ``out`` whole, with the STAMP ``record(seconds)`` gives (returned; None
-    when ``done()``)."""
+    when ``done()``). Each step is announced through ``log`` and the compile reports its progress."""
     with _lock(out.parent / lock):
         if done():
             return None
-        log(f"building {what} into {out} ...")
+        log(f"kube build: building {what} into {out}, once (expected: {expected})")
         t0 = time.monotonic()
         if sync_module():
             log("go.mod regenerated for the new versions; commit lab/kube_build/go.mod and go.sum")
+        before = _modcache_mib()
+        log("kube build: step 1 of 2, downloading the Go modules it needs from the module proxy ...")
         _download(log)
+        log(
+            f"kube build: modules ready in {_clock(time.monotonic() - t0)} "
+            f"({_modcache_mib() - before:.0f} MiB downloaded, {_modcache_mib():.0f} MiB in the module cache)"
+        )
+        try:
+            packages = to_build(package)
+        except BuildError as exc:
+            raise BuildError(f"step 'list the packages to compile' failed: {exc}") from exc
+        log(f"kube build: step 2 of 2, compiling {len(packages)} packages and linking ...")
         tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         try:
-            _go("build", "-ldflags", _ldflags(), "-o", str(tmp / output) if output else str(tmp) + "/", package)
+            target = str(tmp / output) if output else str(tmp) + "/"
+            compile_with_progress(["-ldflags", _ldflags(), "-o", target, package], len(packages), what, expected, log)
         except BuildError:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -235,6 +307,18 @@ def _go_build(out: Path, lock: str, done, what: str, output: str, package: str, 
         shutil.rmtree(out, ignore_errors=True)
         os.replace(tmp, out)
     return stamp
+
+
+def _expected(cfg) -> str:
+    """What the user is told to expect: the last build this machine recorded, else the documented figure."""
+    for stamp_path in sorted(Path(cfg.cache, "kube").glob(f"*/{STAMP}")):
+        try:
+            stamp = json.loads(stamp_path.read_text())
+        except (OSError, ValueError):
+            continue
+        if stamp.get("etcd") and "seconds" in stamp:  # the three binaries' build, not kubeadm's
+            return f"about {_clock(stamp['seconds'])}, as the last build on this machine took"
+    return EXPECTED_FIRST_BUILD
 
 
 def build(cfg, force: bool = False, log=print) -> Path:
@@ -257,7 +341,9 @@ def build(cfg, force: bool = False, log=print) -> Path:
         return stamp
 
     what = f"kube-apiserver {K8S_VERSION}, kube-controller-manager, etcd {ETCD_VERSION}"
-    stamp = _go_build(out, ".build.lock", lambda: not force and cached(cfg), what, "", "./cmd/...", record, log)
+    stamp = _go_build(
+        out, ".build.lock", lambda: not force and cached(cfg), what, "", "./cmd/...", record, log, _expected(cfg)
+    )
     if stamp:
         log(f"built in {stamp['seconds']}s, peak RSS {stamp['peak_rss_mib']} MiB")
     return out
@@ -291,7 +377,8 @@ def build_kubeadm(cfg, force: bool = False, log=print) -> Path:
         return {"kubernetes": K8S_VERSION, "seconds": seconds}
 
     done = lambda: not force and kubeadm_cached(cfg)  # noqa: E731
-    stamp = _go_build(out, ".kubeadm.lock", done, f"kubeadm {K8S_VERSION}", KUBEADM, "./tools/kubeadm", record, log)
+    what = f"kubeadm {K8S_VERSION}"
+    stamp = _go_build(out, ".kubeadm.lock", done, what, KUBEADM, "./tools/kubeadm", record, log, "a few minutes")
     if stamp:
         log(f"built kubeadm in {stamp['seconds']}s")
     return out / KUBEADM
