@@ -13,7 +13,8 @@ help:
 	@echo "make demo-down - deprovision the demo clusters and stop the lab"
 	@echo "make test   - lint, sanity, unit and integration tests (starts and stops the lab)"
 	@echo "make bench  - benchmarks (not part of make test)"
-	@echo "make lifecycle | resilience - control-plane upgrades; kill -9, faulty Ironic, quorum loss (not in make test)"
+	@echo "make check  - lint and unit tests (no lab)"
+	@echo "make lifecycle | resilience - the day-2 tests alone (make test runs them too, but the faulty-Ironic run)"
 	@echo "make lab-up | lab-down | lab-status | lab-reset"
 
 venv: $(VENV)/.installed build/ansible_collections/baremetal/capi
@@ -31,6 +32,9 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 	touch $@
 
 test: venv lint sanity unit integration
+
+# The inner loop: lint and the unit tests, no lab.
+check: venv lint unit
 
 lint: venv
 	$(VENV)/bin/ruff check plugins lab tests bench docs/generate.py extensions

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make integration: the lab up once (fast simulator timings), the store and module suites against the
-# real kube-apiserver, then the integration tests in two lines at once - the tests that use the lab's
-# Redfish BMCs (they share 12 emulated hosts, so they run one after another), and everything else followed
-# by the end-to-end flows - and the lab down by PID at the end, whatever happened.
+# real kube-apiserver, then the integration tests in four lines at once - the tests that use the lab's
+# Redfish BMCs (they share 12 emulated hosts, so they run one after another), everything else followed
+# by the end-to-end flows, and two lines of day-2 flows - and the lab down by PID at the end, whatever happened.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -39,9 +39,6 @@ REDFISH=(tests/integration/hosts tests/integration/lab_ironic tests/integration/
 # The user's whole flows: provision/scale/deprovision_cluster.yml end to end, make demo, the AWX cluster job
 # templates through ansible-runner, the molecule scenarios. They run after the other tests, beside the
 # Redfish group (fake-hardware hosts and the MAAS simulator only).
-# The control-plane upgrade tests on the lab (tests/integration/lifecycle/test_upgrade_{metal3,maas}.py) run with
-# `make lifecycle`: about 15 playbook runs, each minutes long on a loaded machine; their timings are in
-# docs/lab.md.
 # tests/integration/e2e includes the playbooks on the oldest and the newest declared ansible-core (.venv-core/,
 # `make core-venvs`).
 # The agent path: a real ironic-python-agent inspects, cleans and deploys Redfish hosts (minutes per host on two
@@ -58,17 +55,20 @@ E2E=(tests/integration/e2e tests/integration/lifecycle/test_etcd_client.py
 # The playbooks on the oldest and newest ansible-core and the --check plans (fake-hardware hosts and the MAAS
 # simulator) run in the Redfish line after its tests, so that the two lines end about together.
 E2E_LATE=(tests/integration/e2e/test_ansible_core_versions.py tests/integration/e2e/test_plan.py)
-# The long fault runs are `make resilience` (docs/lab.md "Fault and kill tests"), not part of this run: kill -9 at
-# 8 points of a provision and a deprovision, provision/deprovision through a faulty Ironic with the -vvv secrets
-# checks, a cluster that loses etcd quorum, and eight provision and deprovision runs racing for five hosts.
-# Together they took over an hour on a loaded machine.
-RESILIENCE=(tests/integration/e2e/test_e2e_kill.py tests/integration/e2e/test_e2e_faults_secrets.py
-            tests/integration/kcpsafe/test_quorum_loss_lab.py tests/integration/e2e/test_e2e_race.py)
+# Day 2, on two more lines beside the others (most of their time is spent waiting on the cluster): the
+# control-plane upgrades of a 3 + 2 cluster on each provider (order, etcd members, the workload API probed every
+# second; Metal3 also scale 3 -> 1 -> 3, a maxSurge 0 upgrade and an upgrade killed at five points), the etcd
+# quorum-loss refusal, kill -9 at four points of a provision and of a deprovision, and eight playbooks racing for
+# five hosts. Only the faulty-Ironic run with the -vvv secrets checks stays outside (`make resilience`).
+DAY2_LINE1=(tests/integration/lifecycle/test_upgrade_metal3.py tests/integration/kcpsafe/test_quorum_loss_lab.py
+            tests/integration/e2e/test_e2e_race.py)
+DAY2_LINE2=(tests/integration/lifecycle/test_upgrade_maas.py tests/integration/e2e/test_e2e_kill.py)
+RESILIENCE=(tests/integration/e2e/test_e2e_faults_secrets.py "${DAY2_LINE1[@]}" "${DAY2_LINE2[@]}")
 E2E_LATE_IGNORE=()
 for path in "${E2E_LATE[@]}" "${RESILIENCE[@]}"; do E2E_LATE_IGNORE+=(--ignore="$path"); done
 IGNORE=()
 for path in "${REDFISH[@]}" "${AGENT[@]}" "${E2E[@]}"; do IGNORE+=(--ignore="$path"); done
-IGNORE+=(--ignore=tests/integration/lifecycle --ignore=tests/integration/stores --ignore="${RESILIENCE[2]}")
+IGNORE+=(--ignore=tests/integration/lifecycle --ignore=tests/integration/stores --ignore=tests/integration/kcpsafe/test_quorum_loss_lab.py)
 
 (
     "$PY" -m pytest -p no:cacheprovider "${REDFISH[@]}" "${E2E_LATE[@]}" -q -rs --durations=15 >"$OUT/redfish.log" 2>&1
@@ -95,8 +95,18 @@ redfish=$!
     exit "$rc_o"
 ) &
 other=$!
+(
+    "$PY" -m pytest -p no:cacheprovider "${DAY2_LINE1[@]}" -q -rs --durations=15 >"$OUT/day2-1.log" 2>&1
+) &
+day2_1=$!
+(
+    "$PY" -m pytest -p no:cacheprovider "${DAY2_LINE2[@]}" -q -rs --durations=15 >"$OUT/day2-2.log" 2>&1
+) &
+day2_2=$!
 wait "$redfish"; rc_redfish=$?
 wait "$other"; rc_other=$?
+wait "$day2_1"; rc_day2_1=$?
+wait "$day2_2"; rc_day2_2=$?
 
 echo "=== integration: tests without the Redfish BMCs"
 cat "$OUT/other.log"
@@ -106,5 +116,9 @@ echo "=== integration: tests on the Redfish BMCs, then the playbooks on the olde
 cat "$OUT/redfish.log"
 echo "=== integration: the agent path (ironic-python-agent on Redfish hosts)"
 cat "$OUT/agent-1.log" "$OUT/agent-2.log" "$OUT/agent.log"
-[ "$rc_redfish" = 0 ] && [ "$rc_other" = 0 ] || rc=1
+echo "=== integration: day 2 (Metal3 upgrade, scale 3 -> 1 -> 3 and killed upgrade; etcd quorum loss; racing playbooks)"
+cat "$OUT/day2-1.log"
+echo "=== integration: day 2 (MAAS upgrade and killed upgrade; kill -9 of a provision and a deprovision)"
+cat "$OUT/day2-2.log"
+for r in "$rc_redfish" "$rc_other" "$rc_day2_1" "$rc_day2_2"; do [ "$r" = 0 ] || rc=1; done
 exit "$rc"

@@ -1,4 +1,4 @@
-"""kill -9 at 8 random points of provision_cluster.yml and of deprovision_cluster.yml (issue 20): 8 runs of each
+"""kill -9 at 4 random points of provision_cluster.yml and of deprovision_cluster.yml (issue 20): 4 runs of each
 killed while the work was unfinished (counted: a kill after the work was done is not one), each kill followed by
 the next run. The last run converges, and a leak check finds nothing - no host claimed by a machine that does not
 exist, no claim, address, data or data template without its machine, nothing stuck deleting on a finalizer,
@@ -18,7 +18,8 @@ from .conftest import E2E, free_endpoint, metal3_description, new_names
 
 pytestmark = pytest.mark.timeout(3600)
 
-KILLS = 8
+# runs of each playbook killed while their work was unfinished (part of make test, so four: the issue asks >= 4)
+KILLS = 4
 OWNED = ("Cluster", "Metal3Cluster", "KubeadmControlPlane", "MachineDeployment", "MachineSet", "Machine",
          "Metal3Machine", "KubeadmConfig", "Metal3DataClaim", "Metal3Data", "Metal3DataTemplate", "IPClaim",
          "IPAddress.ipam.metal3.io")  # fmt: skip
@@ -120,7 +121,7 @@ def kill_runs(e: E2E, playbook: str, unfinished, step: float) -> list[str]:
     return outcomes
 
 
-def test_kill_9_at_eight_points_of_provision_and_of_deprovision(e2e_lab, ironic_inventory, tmp_path):
+def test_kill_9_at_four_points_of_provision_and_of_deprovision(e2e_lab, ironic_inventory, tmp_path):
     inv = ironic_inventory
     name, ns = new_names("k")
     desc = metal3_description(name, ns, free_endpoint(f"{LOOP}.9"), inv, random.randint(100, 199))
@@ -128,13 +129,13 @@ def test_kill_9_at_eight_points_of_provision_and_of_deprovision(e2e_lab, ironic_
     e = E2E(e2e_lab, tmp_path, "metal3", desc, {"capi_host_driver_options": driver})
     hosts = {h["name"] for h in desc["hosts"]}
     try:
-        kill_runs(e, "provision_cluster.yml", _provisioning, step=1.0)
+        kill_runs(e, "provision_cluster.yml", _provisioning, step=2.0)  # four points over what eight covered
         run = e.play("provision_cluster.yml")
         assert run.failed == 0
         assert leaks_after_provision(e, inv["ironic"]["url"]) == []
         assert e.play("provision_cluster.yml").changed == 0  # converged: a re-run changes nothing
 
-        kill_runs(e, "deprovision_cluster.yml", _deprovisioning, step=0.6)
+        kill_runs(e, "deprovision_cluster.yml", _deprovisioning, step=1.2)
         run = e.play("deprovision_cluster.yml")
         assert run.failed == 0
         assert leaks_after_deprovision(e, hosts) == []
