@@ -112,10 +112,17 @@ def _module(tmp_path, broken: bool = False):
     return mod
 
 
+@pytest.fixture(scope="module")
+def go_cache(tmp_path_factory):
+    """A Go build cache of these tests' own, shared by them (the standard library is compiled into it once)."""
+    return tmp_path_factory.mktemp("gocache")
+
+
 @pytest.fixture
-def go_env(monkeypatch, tmp_path):
-    # a build cache of the test's own (every package is compiled, so every one is counted); no toolchain download
-    monkeypatch.setenv("GOCACHE", str(tmp_path / "gocache"))
+def go_env(monkeypatch, go_cache):
+    # no package of the test's module is in that cache (its path is new to it), so each is compiled and counted;
+    # no toolchain download
+    monkeypatch.setenv("GOCACHE", str(go_cache))
     monkeypatch.setenv("GOTOOLCHAIN", "local")
     monkeypatch.setenv("GOFLAGS", "-mod=mod")
 
