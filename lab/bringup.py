@@ -51,6 +51,9 @@ def up(cfg: LabConfig, names, log=print) -> dict:
     info = {}
     for name in names:
         t0 = time.monotonic()
+        if not service(name).status(cfg).get("healthy"):
+            # a first start installs (the Ironic venv, Debian packages) or builds (the kube binaries) for minutes
+            log(f"lab: starting {name} ...")
         _said, started = start(cfg, name)
         if started:
             log(f"lab: {name} up in {time.monotonic() - t0:.0f}s")
