@@ -181,7 +181,7 @@ class InProcessModule(ActionBase):
         if not interpreter:
             return False
         interpreter = self._templar.template(interpreter)
-        return isinstance(interpreter, str) and os.path.abspath(interpreter) == os.path.abspath(sys.executable)
+        return isinstance(interpreter, str) and same_interpreter(interpreter, sys.executable)
 
     def _module_name(self) -> str:
         return getattr(self._task, "resolved_action", None) or self._task.action
@@ -222,6 +222,16 @@ class InProcessModule(ActionBase):
                 " the task reports the module's own JSON result"
             )
             return module_own_result(res["stdout"], error) | ({"module_stderr": res["stderr"]} if res["stderr"] else {})
+
+
+def same_interpreter(one: str, other: str) -> bool:
+    """Whether two interpreter paths run the same Python with the same packages: one file, or the names of one
+    file in the same folder (a venv's ``bin/python`` and ``bin/python3.12``; a venv's and its base Python's
+    resolve to one file too, but see other packages)."""
+    one, other = os.path.abspath(one), os.path.abspath(other)
+    if one == other:
+        return True
+    return os.path.dirname(one) == os.path.dirname(other) and os.path.realpath(one) == os.path.realpath(other)
 
 
 def _environment_set(task) -> bool:

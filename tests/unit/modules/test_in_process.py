@@ -90,3 +90,20 @@ def test_a_module_in_the_worker_returns_what_its_process_returns(tmp_path):
     for name in ("missing-1", "missing-2"):
         warning = f'check mode: Cluster ns1/{name}: clusters.cluster.x-k8s.io "{name}" not found'
         assert worker_log.count(warning) == process_log.count(warning) == 1, name
+
+
+def test_a_venvs_python_by_either_name_is_the_controllers_interpreter(tmp_path):
+    """A venv made from python3.12 has bin/python and bin/python3.12 (its scripts name either); its base Python,
+    which resolves to the same file, has other packages and is not the controller's."""
+    from ansible_collections.baremetal.capi.plugins.plugin_utils.in_process import same_interpreter
+
+    base = tmp_path / "base" / "bin"
+    base.mkdir(parents=True)
+    (base / "python3.12").write_text("")
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python3.12").symlink_to(base / "python3.12")
+    (venv / "python").symlink_to("python3.12")
+    assert same_interpreter(str(venv / "python"), str(venv / "python3.12"))
+    assert same_interpreter(str(venv / "python"), str(tmp_path / "venv" / "bin" / ".." / "bin" / "python"))
+    assert not same_interpreter(str(venv / "python"), str(base / "python3.12"))
