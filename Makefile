@@ -68,7 +68,8 @@ cloud-init:
 	@command -v cloud-init >/dev/null || { apt-get -o DPkg::Lock::Timeout=600 update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends cloud-init; }
 
-# The oldest and the newest ansible-core of meta/runtime.yml's requires_ansible, a venv each (.venv-core/<x.y>):
+# The oldest ansible-core of meta/runtime.yml's requires_ansible (2.16) and the newest tested (tests/core_venvs.py's
+# NEWEST, 2.21), a venv each (.venv-core/<x.y>) on a Python that series runs on (3.11; pyenv's 3.12):
 # tests/integration/e2e/test_ansible_core_versions.py runs the playbooks with them.
 core-venvs: venv
 	$(PY) tests/core_venvs.py

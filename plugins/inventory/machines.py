@@ -118,10 +118,9 @@ options:
 """
 
 EXAMPLES = r"""
-# inventory.capi.machines.yml: every machine in the default sqlite store
-plugin: baremetal.capi.machines
-
----
+# inventory.capi.machines.yml, every machine in the default sqlite store, is the one line
+#   plugin: baremetal.capi.machines
+#
 # prod.machines.yml: one cluster of a management cluster, grouped by failure domain too
 plugin: baremetal.capi.machines
 store:

@@ -1,1 +1,0 @@
-"""Kubeadm bootstrap data, as the Cluster API kubeadm bootstrap provider renders it."""

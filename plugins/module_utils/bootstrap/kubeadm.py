@@ -63,11 +63,14 @@ JOIN_CONFIG_PATH = "/run/kubeadm/kubeadm-join-config.yaml"
 class TokenWriter(Protocol):
     """Writes bootstrap-token Secrets into the workload cluster's kube-system."""
 
-    def create(self, secret: dict) -> None: ...
+    def create(self, secret: dict) -> None:
+        """Creates the bootstrap-token Secret (one that already exists is left as it is)."""
 
-    def expiration(self, token_id: str) -> str | None: ...
+    def expiration(self, token_id: str) -> str | None:
+        """The token's expiration (RFC 3339), or None when its Secret or its expiration is missing."""
 
-    def set_expiration(self, token_id: str, expiration: str) -> None: ...
+    def set_expiration(self, token_id: str, expiration: str) -> None:
+        """Moves the token's expiration (CABPK refreshes a token until its Machine has joined)."""
 
 
 def _b64(text: str) -> str:

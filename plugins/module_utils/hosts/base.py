@@ -83,13 +83,17 @@ class HostDriver(Protocol):
     # True when the driver does baremetal-operator's job itself (ironic); False when an operator does (external)
     operates_hosts: bool
 
-    def reconcile(self, store, bmh) -> Step: ...
+    def reconcile(self, store, bmh) -> Step:
+        """One reconcile step of the BareMetalHost ``bmh``, its status written to ``store``."""
 
-    def delete(self, store, bmh) -> Step: ...
+    def delete(self, store, bmh) -> Step:
+        """One step of deleting ``bmh`` (deprovisioning, then its provisioner's record)."""
 
-    def hardware(self, store, bmh) -> dict | None: ...
+    def hardware(self, store, bmh) -> dict | None:
+        """The host's hardware details (what inspection found), or None when the host is gone."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Closes the driver's connections."""
 
 
 # -- reading a BareMetalHost (shared by every driver and by callers) -----------

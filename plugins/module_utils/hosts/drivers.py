@@ -7,7 +7,7 @@ from __future__ import annotations
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import base
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts.external import ExternalDriver
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic import IronicDriver
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.driver import IronicDriver
 
 DRIVERS = ("ironic", "external")
 

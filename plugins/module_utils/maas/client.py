@@ -27,6 +27,7 @@ TLS is verified unless ``validate_certs=False`` (CAPMAAS never verifies), agains
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import ssl
 import threading
@@ -199,7 +200,7 @@ class Client:
         """``session.<handler>.<action>(**params)`` with retries and error mapping."""
         session = self.session
         fn = getattr(getattr(session, handler), action)
-        return self._retry(what, lambda: fn(**params), idempotent)
+        return self._retry(what, functools.partial(fn, **params), idempotent)
 
     # -- machines ------------------------------------------------------------------
 

@@ -1,1 +1,0 @@
-"""The object model: kinds, names, label selectors, conditions, validation."""

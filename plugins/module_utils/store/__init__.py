@@ -1,1 +1,0 @@
-"""The object store: one protocol (base.py), two implementations (sqlite, kubernetes)."""

@@ -40,7 +40,8 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import Inval
 class Store(Protocol):
     kind_name: str  # "sqlite" or "kubernetes"
 
-    def get(self, kind: str, name: str, namespace: str | None = None) -> dict: ...
+    def get(self, kind: str, name: str, namespace: str | None = None) -> dict:
+        """The object; NotFound when there is none."""
 
     def list(self, kind: str, namespace: str | None = None, label_selector=None, fields=None) -> list[dict]:
         """Objects of a kind, by namespace and name; ``fields``: {dotted path: value or None} equalities."""
@@ -49,15 +50,20 @@ class Store(Protocol):
         """(namespace, name) of the objects ``list`` would return, in its order ("" for cluster-scoped kinds);
         the sqlite store answers it without decoding them."""
 
-    def create(self, obj: dict) -> dict: ...
+    def create(self, obj: dict) -> dict:
+        """The object created (see the module's docstring), as stored."""
 
-    def update(self, obj: dict) -> dict: ...
+    def update(self, obj: dict) -> dict:
+        """The object with its metadata and spec replaced, as stored."""
 
-    def update_status(self, obj: dict) -> dict: ...
+    def update_status(self, obj: dict) -> dict:
+        """The object with its status replaced, as stored."""
 
-    def delete(self, kind: str, name: str, namespace: str | None = None) -> dict | None: ...
+    def delete(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        """The object as it now is (being deleted), or None once it is gone."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Closes the store's connection."""
 
 
 STORE_OPTION_KEYS = (

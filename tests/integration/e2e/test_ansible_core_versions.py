@@ -1,6 +1,7 @@
 """provision_cluster.yml and deprovision_cluster.yml on the oldest and the newest ansible-core the collection
-declares (meta/runtime.yml's requires_ansible), each from a venv of its own (tests/core_venvs.py, built by
-``make core-venvs``): a 1 control plane + 1 worker Metal3 cluster on fake-hardware lab hosts.
+declares (meta/runtime.yml's requires_ansible: 2.16; tests/core_venvs.py's NEWEST: 2.21), each from a venv of
+its own on a Python it runs on (3.11 and 3.12; tests/core_venvs.py, built by ``make core-venvs``): a 1 control
+plane + 1 worker Metal3 cluster on fake-hardware lab hosts.
 
 Before 2.19 a value a filter returned was templated again when it reached a loop's ``item``, and cloud-init's
 ``{{ ds.meta_data.* }}`` in the KubeadmConfigs failed the run with ``'ds' is undefined``. The test checks that
@@ -10,7 +11,11 @@ them on the host: the Node's name and providerID come from the host's meta_data.
 The oldest runs the playbooks as a user of the release does: from the galaxy artifact (``ansible-galaxy
 collection build``, then ``install`` into a fresh collections path, with that venv's ansible-galaxy), as
 ``baremetal.capi.provision_cluster``, with ansible-core's defaults (no ansible.cfg, so no progress callback).
-The progress lines and the machine table must show all the same. The newest runs the work tree's playbooks.
+The progress lines and the machine table must show all the same. The newest installs the same artifact with its
+own ansible-galaxy (which refuses a collection whose requires_ansible excludes it), then runs the work tree's
+playbooks, where every module runs in the worker (plugins/plugin_utils/in_process.py), and goes on: a re-run of
+the converged cluster changes nothing, and the workers scale from 1 to 2 (a third host) before the deprovision.
+Neither version warns that the collection does not support it, nor that a module's result could not be read.
 """
 
 from __future__ import annotations
@@ -52,10 +57,14 @@ def test_provision_deprovision_on_declared_ansible_core(version, e2e_lab, ironic
     assert py.exists(), f"{py} missing: run `make core-venvs` (pip-installs ansible-core {version}.*)"
     inv = ironic_inventory
     name, ns = new_names("v")
-    desc = metal3_description(name, ns, free_endpoint(f"{LOOP}.9"), inv, random.randint(100, 199), hosts=2)
+    newest = version == core_venvs.declared()[1]
+    desc = metal3_description(
+        name, ns, free_endpoint(f"{LOOP}.9"), inv, random.randint(100, 199), hosts=3 if newest else 2
+    )
     driver = {"ironic_url": inv["ironic"]["url"], "boot_iso": inv["images"]["boot_iso"], "poll": 1}
     installed = version == core_venvs.declared()[0]
-    collections = install_artifact(py, tmp_path) if installed else None
+    artifact = install_artifact(py, tmp_path)
+    collections = artifact if installed else None
     e = E2E(
         e2e_lab, tmp_path, "metal3", desc, {"capi_host_driver_options": driver}, python=str(py),
         collections=collections,
@@ -63,6 +72,8 @@ def test_provision_deprovision_on_declared_ansible_core(version, e2e_lab, ironic
     try:
         run = e.play("provision_cluster.yml")
         assert f"ansible-playbook [core {version}." in e.version(), e.version()
+        assert "does not support Ansible version" not in run.out, run.out[:3000]
+        assert "could not read the module's result" not in run.out, run.out[-6000:]
         if installed:
             assert "config file = None" in e.version(), e.version()
             assert str(collections) in e.version(), e.version()
@@ -98,6 +109,23 @@ def test_provision_deprovision_on_declared_ansible_core(version, e2e_lab, ironic
             host_ns, host, _m3m = path.split("/")
             assert host_ns == ns and host in hosts, m["spec"]["providerID"]
             assert node["providerID"] == m["spec"]["providerID"] and node["ready"] == "True", node
+
+        if newest:
+            again = e.play("provision_cluster.yml")
+            assert again.changed == 0, again.changed_tasks()
+            described = e.host_vars["capi_cluster"]  # with the CNI stand-in E2E added
+            e.rewrite({**described, "workers": [{**described["workers"][0], "replicas": 2}]})
+            scaled = e.play("provision_cluster.yml")
+            assert "could not read the module's result" not in scaled.out, scaled.out[-6000:]
+            s = e.store()
+            try:
+                machines = s.list("Machine", ns)
+            finally:
+                s.close()
+            nodes = e.workload_nodes()
+            assert len(machines) == 3 and len(nodes) == 3, (len(machines), sorted(nodes))
+            assert all(m["status"]["phase"] == "Running" for m in machines), [m["status"] for m in machines]
+            assert all(n["ready"] == "True" for n in nodes.values()), nodes
 
         e.play("deprovision_cluster.yml")
         s = e.store()

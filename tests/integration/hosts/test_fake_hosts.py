@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic import IronicDriver
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic import node as ironic_node
+from ansible_collections.baremetal.capi.plugins.module_utils.hosts.ironic.driver import IronicDriver
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -104,7 +104,11 @@ def test_ee_requirements_match_requirements_with_upper_bounds():
     for name, spec in runtime.items():
         assert "<" in spec, f"{name}{spec}: no upper bound"
     ee_def = yaml.safe_load((ROOT / "awx" / "execution-environment.yml").read_text())
-    assert ee_def["dependencies"]["ansible_core"]["package_pip"] == "ansible-core" + runtime["ansible-core"]
+    deps = ee_def["dependencies"]
+    # the EE's one ansible-core series, the newest that runs on its Python (3.11), within requirements.txt's
+    assert deps["python_interpreter"]["python_path"] == "/usr/bin/python3.11"
+    assert deps["ansible_core"]["package_pip"] == "ansible-core>=2.19,<2.20"
+    assert runtime["ansible-core"] == ">=2.16,<2.22"
 
 
 def test_every_named_tarball_and_image_tag_is_the_release():

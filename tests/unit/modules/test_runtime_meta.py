@@ -16,7 +16,8 @@ def modules() -> set[str]:
 
 def groups() -> dict:
     runtime = yaml.safe_load((ROOT / "meta" / "runtime.yml").read_text())
-    assert runtime["requires_ansible"] == ">=2.16.0,<2.20.0"  # what tests/core_venvs.py builds and e2e runs
+    # the oldest of what tests/core_venvs.py builds and e2e runs; no upper bound, none is known to break
+    assert runtime["requires_ansible"] == ">=2.16.0"
     return runtime["action_groups"]
 
 

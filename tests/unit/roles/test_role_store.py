@@ -16,14 +16,17 @@ from ansible_collections.baremetal.capi.plugins.module_utils.store.base import o
 REPO = Path(__file__).resolve().parents[3]
 
 
-def run_play(tmp_path, tasks: list, extra: dict | None = None, verbosity: int = 0) -> subprocess.CompletedProcess:
+def run_play(
+    tmp_path, tasks: list, extra: dict | None = None, verbosity: int = 0, env: dict | None = None
+) -> subprocess.CompletedProcess:
     """ansible-playbook on one play of ``tasks`` against this work tree's collection, with no store in the
-    environment and the default store under ``tmp_path/default-state``."""
+    environment (``env`` adds variables) and the default store under ``tmp_path/default-state``."""
     book = [{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]
     path = tmp_path / "play.yml"
     path.write_text(yaml.safe_dump(book, sort_keys=False))
     env = dict(
         os.environ,
+        **(env or {}),
         ANSIBLE_COLLECTIONS_PATH=str(REPO / "build"),
         ANSIBLE_LOCALHOST_WARNING="False",
         ANSIBLE_INVENTORY_UNPARSED_WARNING="False",

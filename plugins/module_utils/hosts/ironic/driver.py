@@ -2,9 +2,24 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The ``ironic`` host driver: the collection moves BareMetalHosts through Ironic as baremetal-operator does.
 
-Behaviour: shared/reference/bmo-ironic.md.  This file holds the driver (the
-connection per thread, one reconcile step, status bookkeeping); the rest of the
-package is listed in its ``__init__.py``.
+Behaviour: shared/reference/bmo-ironic.md.  One file per part (``__init__.py`` stays empty, as ansible-test's
+empty-init check asks of module_utils packages):
+
+``driver.py``       ``IronicDriver``: the connection per thread, one reconcile step, status bookkeeping
+``context.py``      what every part shares: one host during one step (``Ctx``), ``NOW``, node names
+``register.py``     Register (§2.1): the Ironic node, its driver_info and ports
+``actions.py``      the state handlers (§2.2, §6)
+``node.py``         the node changes several states make (configureNode, provision-state changes)
+``power.py``        power and the reboot annotations (§5)
+``delete.py``       deletion and deprovisioning (§6.3)
+``configdrive.py``  image checks, instance_info, root device hints, the config drive (§4)
+``hardware.py``     inspection inventory -> status.hardware (§7)
+``detach.py``       the ``baremetalhost.metal3.io/detached`` annotation (§6.2)
+``prepare.py``      ``preparing``: RAID, BIOS settings and firmware updates by manual cleaning
+``firmware.py``     HostFirmwareSettings and HostFirmwareComponents on the Ironic side
+
+The parts import ``context.py`` and each other by their full module names; ``hosts/drivers.py`` imports the
+driver from this file.
 
 Options (``hosts.drivers.get_driver("ironic", options)``):
 
