@@ -206,23 +206,34 @@ def inventory(cfg: LabConfig, count: int | None = None) -> dict:
     }
 
 
+def _replace(path: Path, text: str, mode: int) -> None:
+    """``path`` holds ``text``, written whole or not at all: the lab's bringup runs in every test process at once,
+    and a playbook of one may read the file while another writes it."""
+    try:
+        if path.read_text() == text:
+            return
+    except OSError:
+        pass
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(text)
+    tmp.chmod(mode)
+    tmp.replace(path)
+
+
 def write_inventory(cfg: LabConfig, count: int | None = None) -> Path:
     inv = inventory(cfg, count)
     folder = cfg.root / "inventory"
     folder.mkdir(parents=True, exist_ok=True)
     # clouds.yaml for OS_CLIENT_CONFIG_FILE / OS_CLOUD, the variables AWX's OpenStack credential sets
-    (folder / "clouds.yaml").write_text(
+    clouds = (
         "clouds:\n"
         f"  {inv['ironic']['cloud']}:\n"
         "    auth_type: none\n"
         f"    baremetal_endpoint_override: {inv['ironic']['url']}\n"
     )
+    _replace(folder / "clouds.yaml", clouds, 0o644)
     path = folder / "ironic.json"
-    # credentials inside: readable by the owner only
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(inv, indent=2) + "\n")
-    tmp.chmod(0o600)
-    tmp.replace(path)
+    _replace(path, json.dumps(inv, indent=2) + "\n", 0o600)  # credentials inside: readable by the owner only
     return path
 
 
