@@ -8,13 +8,16 @@ Before 2.19 a value a filter returned was templated again when it reached a loop
 the stored KubeadmConfigTemplate still carries them, and that the node simulator (cloud-init's part) rendered
 them on the host: the Node's name and providerID come from the host's meta_data.
 
+Each version also runs a 1 + 1 MAAS cluster on the MAAS simulator (its own tag, the endpoint a MAAS DNS name): the
+same four runs, each checked on the simulator and the workload API.
+
 The oldest runs the playbooks as a user of the release does: from the galaxy artifact (``ansible-galaxy
 collection build``, then ``install`` into a fresh collections path, with that venv's ansible-galaxy), as
 ``baremetal.capi.provision_cluster``, with ansible-core's defaults (no ansible.cfg, so no progress callback).
 The progress lines and the machine table must show all the same. The newest installs the same artifact with its
 own ansible-galaxy (which refuses a collection whose requires_ansible excludes it), then runs the work tree's
-playbooks, where every module runs in the worker (plugins/plugin_utils/in_process.py), and goes on: a re-run of
-the converged cluster changes nothing, and the workers scale from 1 to 2 (a third host) before the deprovision.
+playbooks, where every module runs in the worker (plugins/plugin_utils/in_process.py). On both, a re-run of the
+converged cluster changes nothing, and the workers scale from 1 to 2 (a third host) before the deprovision.
 Neither version warns that the collection does not support it, nor that a module's result could not be read.
 """
 
@@ -32,6 +35,7 @@ from tests import core_venvs
 from tests.integration.net import LOOP
 
 from .conftest import E2E, REPO, free_endpoint, metal3_description, new_names
+from .test_e2e_maas import _converged, _seed, _sim
 
 
 def install_artifact(py: Path, tmp: Path) -> Path:
@@ -57,10 +61,7 @@ def test_provision_deprovision_on_declared_ansible_core(version, e2e_lab, ironic
     assert py.exists(), f"{py} missing: run `make core-venvs` (pip-installs ansible-core {version}.*)"
     inv = ironic_inventory
     name, ns = new_names("v")
-    newest = version == core_venvs.declared()[1]
-    desc = metal3_description(
-        name, ns, free_endpoint(f"{LOOP}.9"), inv, random.randint(100, 199), hosts=3 if newest else 2
-    )
+    desc = metal3_description(name, ns, free_endpoint(f"{LOOP}.9"), inv, random.randint(100, 199), hosts=3)
     driver = {"ironic_url": inv["ironic"]["url"], "boot_iso": inv["images"]["boot_iso"], "poll": 1}
     installed = version == core_venvs.declared()[0]
     artifact = install_artifact(py, tmp_path)
@@ -110,22 +111,22 @@ def test_provision_deprovision_on_declared_ansible_core(version, e2e_lab, ironic
             assert host_ns == ns and host in hosts, m["spec"]["providerID"]
             assert node["providerID"] == m["spec"]["providerID"] and node["ready"] == "True", node
 
-        if newest:
-            again = e.play("provision_cluster.yml")
-            assert again.changed == 0, again.changed_tasks()
-            described = e.host_vars["capi_cluster"]  # with the CNI stand-in E2E added
-            e.rewrite({**described, "workers": [{**described["workers"][0], "replicas": 2}]})
-            scaled = e.play("provision_cluster.yml")
-            assert "could not read the module's result" not in scaled.out, scaled.out[-6000:]
-            s = e.store()
-            try:
-                machines = s.list("Machine", ns)
-            finally:
-                s.close()
-            nodes = e.workload_nodes()
-            assert len(machines) == 3 and len(nodes) == 3, (len(machines), sorted(nodes))
-            assert all(m["status"]["phase"] == "Running" for m in machines), [m["status"] for m in machines]
-            assert all(n["ready"] == "True" for n in nodes.values()), nodes
+        # a re-run changes nothing; the workers scale from 1 to 2
+        again = e.play("provision_cluster.yml")
+        assert again.changed == 0, again.changed_tasks()
+        described = e.host_vars["capi_cluster"]  # with the CNI stand-in E2E added
+        e.rewrite({**described, "workers": [{**described["workers"][0], "replicas": 2}]})
+        scaled = e.play("provision_cluster.yml")
+        assert "could not read the module's result" not in scaled.out, scaled.out[-6000:]
+        s = e.store()
+        try:
+            machines = s.list("Machine", ns)
+        finally:
+            s.close()
+        nodes = e.workload_nodes()
+        assert len(machines) == 3 and len(nodes) == 3, (len(machines), sorted(nodes))
+        assert all(m["status"]["phase"] == "Running" for m in machines), [m["status"] for m in machines]
+        assert all(n["ready"] == "True" for n in nodes.values()), nodes
 
         e.play("deprovision_cluster.yml")
         s = e.store()
@@ -136,3 +137,51 @@ def test_provision_deprovision_on_declared_ansible_core(version, e2e_lab, ironic
             s.close()
     finally:
         e.play("deprovision_cluster.yml", {"capi_deregister_hosts": True}, expect_ok=False)
+
+
+@pytest.mark.parametrize("version", core_venvs.declared(), ids=lambda v: f"ansible-core-{v}")
+def test_maas_provision_rerun_scale_deprovision_on_declared_ansible_core(version, e2e_lab, tmp_path):
+    py = core_venvs.python(version)
+    assert py.exists(), f"{py} missing: run `make core-venvs` (pip-installs ansible-core {version}.*)"
+    control = e2e_lab.info["maas"]["control_url"]
+    name, ns = new_names("c")
+    tag = f"t{name}"
+    _seed(control, tag)
+    desc = {
+        "name": name,
+        "namespace": ns,
+        "provider": "maas",
+        "kubernetes_version": "v1.34.4",
+        "dns_domain": "maas",
+        "endpoint_via_maas_dns": True,
+        "control_plane": {"replicas": 1, "image": "ubuntu/jammy", "constraints": {"tags": [tag]}},
+        "workers": [{"name": "md-0", "replicas": 1, "image": "ubuntu/jammy", "constraints": {"tags": [tag]}}],
+    }
+    maas = e2e_lab.info["maas"]
+    installed = version == core_venvs.declared()[0]
+    collections = install_artifact(py, tmp_path) if installed else None
+    extra = {"capi_maas_url": maas["url"], "capi_maas_api_key": maas["api_key"]}
+    e = E2E(e2e_lab, tmp_path, "maas", desc, extra, python=str(py), collections=collections)
+    try:
+        run = e.play("provision_cluster.yml")
+        assert f"ansible-playbook [core {version}." in e.version(), e.version()
+        assert "does not support Ansible version" not in run.out, run.out[:3000]
+        assert "could not read the module's result" not in run.out, run.out[-6000:]
+        _converged(e, control, tag, workers=1)
+        again = e.play("provision_cluster.yml")
+        assert again.changed == 0, again.changed_tasks()
+        described = e.host_vars["capi_cluster"]
+        e.rewrite({**described, "workers": [{**described["workers"][0], "replicas": 2}]})
+        scaled = e.play("provision_cluster.yml")
+        assert "could not read the module's result" not in scaled.out, scaled.out[-6000:]
+        _converged(e, control, tag, workers=2)
+        e.play("deprovision_cluster.yml")
+        s = e.store()
+        try:
+            assert s.list("Machine", ns) == [] and s.list("Cluster", ns) == [] and s.list("MaasMachine", ns) == []
+        finally:
+            s.close()
+        # every machine of the tag released again
+        assert {m["status_name"] for m in _sim(control, tag).values()} == {"Ready"}
+    finally:
+        e.play("deprovision_cluster.yml", expect_ok=False)
