@@ -407,7 +407,9 @@ class _Loop:
             if step is None:  # the cluster item failed: retried by the loop, the machines go on
                 return False
             self.changed |= step.changed
-            out = res.data
+            out = step.data
+            if not out:  # requeued (a Conflict with another writer, a wait) before it said anything: nothing moved
+                return False
             self.cluster = {k: out[k] for k in ("changed", "done", "messages", "boot")}
             moved = out["changed"] or {meta.name(m) for m in out["machines"]} != set(self.machines)
             for machine in out["machines"]:

@@ -102,3 +102,25 @@ def test_cluster_deletion_runs_in_one_loop_workers_first_then_the_control_plane(
         raise AssertionError("the KubeadmControlPlane is still there")
     except NotFound:
         pass
+
+
+def test_a_conflict_on_the_cluster_step_is_retried_not_a_crash(store, monkeypatch):
+    """The cluster item's first step meeting a Conflict (another writer: a killed run's worker finishing its step)
+    is requeued like any step; the loop read the step's data as if it had some, and the task failed with
+    KeyError 'changed' (seen in the kill -9 test's re-run after four kills)."""
+    from ansible_collections.baremetal.capi.plugins.module_utils.errors import Conflict
+
+    _world(store)
+    conv = Converger(store, manager(store), "c1", "default", infra_kind="Metal3Machine")
+    real, calls = conv.cluster_step, []
+
+    def first_conflicts(check=False):
+        calls.append(check)
+        if len(calls) == 1:
+            raise Conflict("Cluster default/c1: the object has been modified")
+        return real(check=check)
+
+    monkeypatch.setattr(conv, "cluster_step", first_conflicts)
+    report = conv.converge(timeout=30, poll=0.2, until=converge_task.workers_deleted)
+    assert len(calls) >= 2 and not report["timed_out"]
+    assert [r["machine"] for r in report["machines"]] == ["cp-keep"]
