@@ -43,8 +43,11 @@ lint: venv
 	$(PY) tests/run_sanity.py --docs
 	$(VENV)/bin/antsibull-changelog lint
 
-sanity: venv
+# ansible-test sanity with the project's ansible-core, then with the oldest and the newest tested (the core venvs,
+# each on its own Python), one after the other (they share the synced copy); empty ignore files for each.
+sanity: venv core-venvs
 	$(PY) tests/run_sanity.py --sanity
+	for v in $$($(PY) tests/core_venvs.py --list); do .venv-core/$$v/bin/python tests/run_sanity.py --sanity || exit 1; done
 
 unit: venv awx-collection
 	$(PYTEST) -p no:cacheprovider tests/unit/store -v -rs
