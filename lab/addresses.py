@@ -33,6 +33,10 @@ USES = {
     9: "end-to-end tests, kcpsafe, ipam: workload endpoints; molecule metal3: hosts and pool",
     10: "AWX cluster job test: hosts and pool",
     11: "IPMI BMCs of the IPMI lab hosts (127.A.11.N: host N's virtualbmc, UDP port ports.ipmi)",
+    12: "day-2 tests, first line (Metal3 upgrade, quorum loss): workload endpoints",
+    13: "day-2 tests, second line (kill -9, racing playbooks): workload endpoints",
+    # the test clusters' IP pools: 127.A.<100-199> the e2e and other tests, <200-219> the first day-2 line,
+    # <220-249> the second (tests/run_integration.sh runs the lines side by side)
 }
 
 

@@ -30,14 +30,15 @@ def _clusters(lab, tmp_path, inv) -> list[E2E]:
     _, ns = new_names("r")
     driver = {"ironic_url": inv["ironic"]["url"], "boot_iso": inv["images"]["boot_iso"], "poll": 1}
     store = {"kind": "sqlite", "path": str(tmp_path / "shared.db")}
-    octets = random.sample(range(100, 200), CLUSTERS)
+    # the day-2 tests run beside the other lines: endpoints and pools of their own (lab/addresses.py USES)
+    octets = random.sample(range(230, 250), CLUSTERS)
     endpoints: set[str] = set()
     out = []
     for i in range(CLUSTERS):
         name, _ = new_names("r")
-        endpoint = free_endpoint(f"{LOOP}.9")
+        endpoint = free_endpoint(f"{LOOP}.13")
         while endpoint in endpoints:
-            endpoint = free_endpoint(f"{LOOP}.9")
+            endpoint = free_endpoint(f"{LOOP}.13")
         endpoints.add(endpoint)
         desc = metal3_description(name, ns, endpoint, inv, octets[i], hosts=HOSTS if i == 0 else 0)
         desc["workers"] = []

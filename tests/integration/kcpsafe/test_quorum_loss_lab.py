@@ -53,7 +53,8 @@ def api_answers(e: E2E) -> bool:
 def test_two_of_three_control_plane_hosts_off(e2e_lab, ironic_inventory, tmp_path):
     inv = ironic_inventory
     name, ns = new_names("q")
-    desc = metal3_description(name, ns, free_endpoint(f"{LOOP}.9"), inv, random.randint(100, 199), hosts=3)
+    # the day-2 tests run beside the other lines: endpoints and pools of their own (lab/addresses.py USES)
+    desc = metal3_description(name, ns, free_endpoint(f"{LOOP}.12"), inv, random.randint(210, 219), hosts=3)
     desc["control_plane"]["replicas"] = 3
     desc["workers"] = []
     desc.pop("kubeadm", None)

@@ -83,7 +83,8 @@ class Cluster:
 def cluster(e2e_lab, tmp_path_factory):
     inv = lab_hosts.load_inventory(e2e_lab.cfg)
     name, ns = new_names("u")
-    desc = metal3_description(name, ns, free_endpoint(f"{LOOP}.9"), inv, random.randint(100, 199), hosts=7)
+    # the day-2 tests run beside the other lines: endpoints and pools of their own (lab/addresses.py USES)
+    desc = metal3_description(name, ns, free_endpoint(f"{LOOP}.12"), inv, random.randint(200, 209), hosts=7)
     desc["control_plane"]["replicas"] = CP
     desc["workers"][0]["replicas"] = WORKERS
     desc.pop("kubeadm", None)
