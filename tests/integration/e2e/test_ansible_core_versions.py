@@ -35,7 +35,7 @@ from tests import core_venvs
 from tests.integration.net import LOOP
 
 from .conftest import E2E, REPO, free_endpoint, metal3_description, new_names
-from .test_e2e_maas import _converged, _seed, _sim
+from .test_e2e_maas import _converged, _seed, _sim, maas_description
 
 
 def install_artifact(py: Path, tmp: Path) -> Path:
@@ -147,16 +147,7 @@ def test_maas_provision_rerun_scale_deprovision_on_declared_ansible_core(version
     name, ns = new_names("c")
     tag = f"t{name}"
     _seed(control, tag)
-    desc = {
-        "name": name,
-        "namespace": ns,
-        "provider": "maas",
-        "kubernetes_version": "v1.34.4",
-        "dns_domain": "maas",
-        "endpoint_via_maas_dns": True,
-        "control_plane": {"replicas": 1, "image": "ubuntu/jammy", "constraints": {"tags": [tag]}},
-        "workers": [{"name": "md-0", "replicas": 1, "image": "ubuntu/jammy", "constraints": {"tags": [tag]}}],
-    }
+    desc = maas_description(name, ns, tag)
     maas = e2e_lab.info["maas"]
     installed = version == core_venvs.declared()[0]
     collections = install_artifact(py, tmp_path) if installed else None

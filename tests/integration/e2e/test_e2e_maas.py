@@ -29,6 +29,20 @@ def _seed(control: str, tag: str) -> list[dict]:
     return resp.json()
 
 
+def maas_description(name: str, ns: str, tag: str) -> dict:
+    """A 1 control-plane + 1 worker MAAS cluster on the machines of ``tag``, its endpoint a MAAS DNS name."""
+    return {
+        "name": name,
+        "namespace": ns,
+        "provider": "maas",
+        "kubernetes_version": "v1.34.4",
+        "dns_domain": "maas",
+        "endpoint_via_maas_dns": True,
+        "control_plane": {"replicas": 1, "image": "ubuntu/jammy", "constraints": {"tags": [tag]}},
+        "workers": [{"name": "md-0", "replicas": 1, "image": "ubuntu/jammy", "constraints": {"tags": [tag]}}],
+    }
+
+
 def _sim(control: str, tag: str) -> dict[str, dict]:
     return {m["system_id"]: m for m in requests.get(control + "machines", timeout=30).json() if tag in m["tags"]}
 
@@ -70,16 +84,7 @@ def test_maas_provision_rerun_scale_kill_deprovision(e2e_lab, tmp_path):
     name, ns = new_names("a")
     tag = f"t{name}"
     _seed(control, tag)
-    desc = {
-        "name": name,
-        "namespace": ns,
-        "provider": "maas",
-        "kubernetes_version": "v1.34.4",
-        "dns_domain": "maas",
-        "endpoint_via_maas_dns": True,
-        "control_plane": {"replicas": 1, "image": "ubuntu/jammy", "constraints": {"tags": [tag]}},
-        "workers": [{"name": "md-0", "replicas": 1, "image": "ubuntu/jammy", "constraints": {"tags": [tag]}}],
-    }
+    desc = maas_description(name, ns, tag)
     maas = e2e_lab.info["maas"]
     e = E2E(e2e_lab, tmp_path, "maas", desc, {"capi_maas_url": maas["url"], "capi_maas_api_key": maas["api_key"]})
     try:
