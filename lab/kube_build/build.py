@@ -284,9 +284,10 @@ def _go_build(
         before = _modcache_mib()
         log("kube build: step 1 of 2, downloading the Go modules it needs from the module proxy ...")
         _download(log)
+        after = _modcache_mib()
         log(
             f"kube build: modules ready in {_clock(time.monotonic() - t0)} "
-            f"({_modcache_mib() - before:.0f} MiB downloaded, {_modcache_mib():.0f} MiB in the module cache)"
+            f"({after - before:.0f} MiB downloaded, {after:.0f} MiB in the module cache)"
         )
         try:
             packages = to_build(package)
