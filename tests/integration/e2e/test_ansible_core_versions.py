@@ -11,13 +11,12 @@ them on the host: the Node's name and providerID come from the host's meta_data.
 Each version also runs a 1 + 1 MAAS cluster on the MAAS simulator (its own tag, the endpoint a MAAS DNS name): the
 same four runs, each checked on the simulator and the workload API.
 
-The oldest runs the playbooks as a user of the release does: from the galaxy artifact (``ansible-galaxy
-collection build``, then ``install`` into a fresh collections path, with that venv's ansible-galaxy), as
-``baremetal.capi.provision_cluster``, with ansible-core's defaults (no ansible.cfg, so no progress callback).
-The progress lines and the machine table must show all the same. The newest installs the same artifact with its
-own ansible-galaxy (which refuses a collection whose requires_ansible excludes it), then runs the work tree's
-playbooks, where every module runs in the worker (plugins/plugin_utils/in_process.py). On both, a re-run of the
-converged cluster changes nothing, and the workers scale from 1 to 2 (a third host) before the deprovision.
+Both run the playbooks as a user of the release does: from the galaxy artifact (``ansible-galaxy collection
+build``, then ``install`` into a fresh collections path with that venv's own ansible-galaxy, which refuses a
+collection whose requires_ansible excludes it, no override), as ``baremetal.capi.provision_cluster``, with
+ansible-core's defaults (no ansible.cfg, so no progress callback). The progress lines and the machine table must
+show all the same. On both, a re-run of the converged cluster changes nothing, and the workers scale from 1 to 2
+(a third host) before the deprovision.
 Neither version warns that the collection does not support it, nor that a module's result could not be read.
 """
 
@@ -63,9 +62,7 @@ def test_provision_deprovision_on_declared_ansible_core(version, e2e_lab, ironic
     name, ns = new_names("v")
     desc = metal3_description(name, ns, free_endpoint(f"{LOOP}.9"), inv, random.randint(100, 199), hosts=3)
     driver = {"ironic_url": inv["ironic"]["url"], "boot_iso": inv["images"]["boot_iso"], "poll": 1}
-    installed = version == core_venvs.declared()[0]
-    artifact = install_artifact(py, tmp_path)
-    collections = artifact if installed else None
+    collections = install_artifact(py, tmp_path)
     e = E2E(
         e2e_lab, tmp_path, "metal3", desc, {"capi_host_driver_options": driver}, python=str(py),
         collections=collections,
@@ -75,15 +72,12 @@ def test_provision_deprovision_on_declared_ansible_core(version, e2e_lab, ironic
         assert f"ansible-playbook [core {version}." in e.version(), e.version()
         assert "does not support Ansible version" not in run.out, run.out[:3000]
         assert "could not read the module's result" not in run.out, run.out[-6000:]
-        if installed:
-            assert "config file = None" in e.version(), e.version()
-            assert str(collections) in e.version(), e.version()
-            # no callback: the playbook's last task prints the table (the default callback's debug output)
-            assert "Machines of" not in run.out, run.out[-4000:]
-            table = re.search(rf'"{name} \(metal3\)",\n\s+"MACHINE +ROLE .* NODE READY', run.out)
-            assert table, run.out[-4000:]
-        else:
-            assert "Machines of" in run.out and "NODE READY" in run.out, run.out[-4000:]
+        assert "config file = None" in e.version(), e.version()
+        assert str(collections) in e.version(), e.version()
+        # no callback: the playbook's last task prints the table (the default callback's debug output)
+        assert "Machines of" not in run.out, run.out[-4000:]
+        table = re.search(rf'"{name} \(metal3\)",\n\s+"MACHINE +ROLE .* NODE READY', run.out)
+        assert table, run.out[-4000:]
         # host registration reports as it goes, under the task's no_log (plugins/action/baremetalhost.py)
         assert f"BareMetalHost {ns}/{name}-host-0: " in run.out, run.out[:6000]
         # and each machine as it moves (plugins/action/cluster_machines.py)
@@ -149,8 +143,7 @@ def test_maas_provision_rerun_scale_deprovision_on_declared_ansible_core(version
     _seed(control, tag)
     desc = maas_description(name, ns, tag)
     maas = e2e_lab.info["maas"]
-    installed = version == core_venvs.declared()[0]
-    collections = install_artifact(py, tmp_path) if installed else None
+    collections = install_artifact(py, tmp_path)  # run from the artifact, as on the Metal3 side
     extra = {"capi_maas_url": maas["url"], "capi_maas_api_key": maas["api_key"]}
     e = E2E(e2e_lab, tmp_path, "maas", desc, extra, python=str(py), collections=collections)
     try:
