@@ -19,7 +19,8 @@ from __future__ import annotations
 import ipaddress
 
 from ansible_collections.baremetal.capi.plugins.module_utils import webhooks
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import addon_sets, description
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import addon_sets, description, validate_stored
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import description_objects as cd
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import bmc
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import state as maas_state
@@ -90,6 +91,9 @@ def validate(desc: dict, objects: list[dict], store=None, addons_base_dir: str |
     """Admit everything ``desc`` produces; Invalid on the first error, else the plan (nothing is written)."""
     description.check(desc)
     ns = desc.get("namespace") or "default"
+    if desc["provider"] == "metal3":
+        _ironic_images(desc)
+    validate_stored.versions(desc, ns, str(desc.get("kubernetes_version") or cd.DEFAULT_VERSION), store)
     plan: list = []
     admitted = [_admit(obj, _origin(desc, obj), store, plan) for obj in objects]
     for obj in addon_sets.desired(desc["name"], ns, desc.get("addons") or [], addons_base_dir):
@@ -108,6 +112,18 @@ def validate(desc: dict, objects: list[dict], store=None, addons_base_dir: str |
         _data_templates(desc, ns, labels, pools, by_kind.get("Metal3MachineTemplate", []), store, plan)
         _hosts(desc, ns, store, plan)
     return plan
+
+
+def _ironic_images(desc: dict) -> None:
+    """What Ironic would refuse minutes after a host was claimed (a checksum of the wrong length for its type, a
+    URL it cannot fetch): here, before the first write.  Not in description.check: the description filter and
+    the objects a test stores may carry placeholder checksums that never reach Ironic."""
+    pools = [("control_plane", desc["control_plane"])]
+    pools += [(f"workers[{i}]", p) for i, p in enumerate(desc.get("workers") or [])]
+    for field, pool in pools:
+        wrong = host_spec.ironic_image_errors(pool.get("image") or {})
+        if wrong:
+            description.fail(wrong[1], f"{field}.image.{wrong[0]}")
 
 
 def _origin(desc: dict, obj: dict) -> str:
@@ -166,7 +182,33 @@ def _ip_pools(desc: dict, ns: str, labels: dict, store, plan: list) -> dict:
             raise _named(exc, origin) from None
         plan.append({"kind": "IPPool", "namespace": ns, "name": entry["name"], "action": _action(old, obj)})
         pools[entry["name"]] = obj
+    mine = [(o, name, [s for _o, n, s in spans if n == name]) for o, name in _origins(desc)]
+    _endpoint_outside_pools(desc, ns, mine)
+    validate_stored.pools(ns, mine, store, _pool_rules)
     return pools
+
+
+def _origins(desc: dict) -> list[tuple[str, str]]:
+    return [(f"ip_pools[{i}]", entry["name"]) for i, entry in enumerate(desc.get("ip_pools") or [])]
+
+
+def _endpoint_outside_pools(desc: dict, ns: str, mine: list) -> None:
+    """The API endpoint is the cluster's own (a VIP or a load balancer): a pool that holds it would give it to a
+    host's NIC too."""
+    host = (desc.get("control_plane_endpoint") or {}).get("host")
+    ip = ipaddr.parse(host)
+    if ip is None:
+        return
+    key = (ip.version, ipaddr._int16(ip))
+    for origin, name, spans in mine:
+        for lo, hi, text, _field in spans:
+            if lo <= key <= hi:
+                raise Invalid(
+                    f"{ip} is inside {text} of IPPool {ns}/{name} ({description.WHERE}.{origin}): the pool would "
+                    "hand the API endpoint's address to a host",
+                    obj=description.WHERE,
+                    field="control_plane_endpoint.host",
+                )
 
 
 def _action(old, new) -> str:
@@ -221,6 +263,8 @@ def _data_templates(desc, ns, labels, pools: dict, m3mts: list, store, plan: lis
     own = dt.get("name") or f"{desc['name']}-nodes"
     obj = meta.new("Metal3DataTemplate", own, ns, spec=meta.deepcopy(dt.get("spec") or {}), labels=dict(labels))
     template = _admit(obj, "data_template", store, plan)
+    _provider_id_rendered(desc, template)
+    _host_interfaces(desc, template)
     try:
         refs = render.referenced_pools(template, None)
     except Invalid as exc:
@@ -247,10 +291,74 @@ def _data_templates(desc, ns, labels, pools: dict, m3mts: list, store, plan: lis
             )
 
 
+def _provider_id_rendered(desc: dict, template: dict) -> None:
+    """The KubeadmConfigs the description makes give the kubelet ``provider-id: metal3://{{
+    ds.meta_data.providerid }}``; CAPM3 renders ``providerid`` only for a template with metaData
+    (baremetal/metal3data_manager.go, renderMetaData returns nothing when spec.metaData is nil), so without it
+    every Node would come up with an unrendered providerID and the run wait for nothing."""
+    if (template.get("spec") or {}).get("metaData") is not None:
+        return
+    given = [(desc.get("kubeadm") or {}).get("kubelet_extra_args") or {}]
+    given += [
+        (p or {}).get("kubelet_extra_args") or {} for p in [desc.get("control_plane"), *(desc.get("workers") or [])]
+    ]
+    if all("provider-id" in args for args in given):
+        return  # the user sets the kubelet's provider-id everywhere: the template's metaData is not needed
+    raise _named(
+        Invalid(
+            "metaData is required: the kubelet's provider-id is metal3://{{ ds.meta_data.providerid }}, which CAPM3 "
+            "renders only for a template with metaData (give metaData: {} for providerid alone)",
+            obj=meta.ref(template),
+            field="spec.metaData",
+        ),
+        "data_template",
+    )
+
+
+def _interface_refs(node, path: str):
+    """(field, interface name) of every ``fromHostInterface`` under a networkData node."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "fromHostInterface" and isinstance(value, str):
+                yield f"{path}.{key}", value
+            else:
+                yield from _interface_refs(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _interface_refs(value, f"{path}[{i}]")
+
+
+def _host_interfaces(desc: dict, template: dict) -> None:
+    """An interface the template takes a MAC from must be one a host has: checked only when every host of the
+    description gives its inventory (``hardware.nics``); a host known only to Ironic may have any name."""
+    hosts = desc.get("hosts") or []
+    nics = [((h.get("hardware") or {}).get("nics")) for h in hosts]
+    if not hosts or any(not isinstance(n, list) or not n for n in nics):
+        return
+    known = {nic.get("name") for host_nics in nics for nic in host_nics if isinstance(nic, dict)}
+    spec = template.get("spec") or {}
+    refs = list(_interface_refs(spec.get("networkData"), "spec.networkData"))
+    for i, entry in enumerate((spec.get("metaData") or {}).get("fromHostInterfaces") or []):
+        if isinstance(entry, dict) and entry.get("interface") and not entry.get("fromBootMAC"):
+            refs.append((f"spec.metaData.fromHostInterfaces[{i}].interface", entry["interface"]))
+    for field, name in refs:
+        if name not in known:
+            raise _named(
+                Invalid(
+                    f"no host of the description has an interface {name!r} (their hardware.nics: "
+                    f"{', '.join(sorted(str(k) for k in known))})",
+                    obj=meta.ref(template),
+                    field=field,
+                ),
+                "data_template",
+            )
+
+
 # -- hosts ---------------------------------------------------------------------------------------------
 
 
 def _hosts(desc: dict, ns: str, store, plan: list) -> None:
+    built = []
     for i, entry in enumerate(desc.get("hosts") or []):
         origin = f"hosts[{i}]"
         try:
@@ -264,6 +372,8 @@ def _hosts(desc: dict, ns: str, store, plan: list) -> None:
             raise _named(exc, origin) from None
         plan.append({"kind": "BareMetalHost", "namespace": meta.namespace(host), "name": meta.name(host)})
         plan[-1]["action"] = "create" if before is None else "update"
+        built.append((i, host))
+    validate_stored.hosts(desc, ns, built, store)
 
 
 def _credentials(host: dict, objs: list, store) -> None:
