@@ -120,6 +120,45 @@ def test_a_rerun_against_its_own_stored_objects_passes(tmp_path):
     assert msg is None, msg
 
 
+def test_seven_clusters_with_one_range_get_one_pool_between_them(tmp_path):
+    """The issue's seven clusters in one store, each with a valid description whose pool is 127.30.60.100-120, run
+    one after the other (in seven namespaces, or in one): the first is accepted and its pool stored, as the data
+    role writes it; every later one is refused naming its own pool and the stored one, and writes nothing."""
+    path = tmp_path / "s.db"
+    store = open_store({"kind": "sqlite", "path": str(path)})
+    accepted, refused = [], []
+    for i in range(7):
+        desc = bd.metal3()
+        desc["name"], desc["namespace"] = f"c{i}", (f"team-{i}" if i % 2 else "shared")
+        desc["control_plane_endpoint"]["host"] = f"127.30.61.{i + 1}"
+        desc["ip_pools"][0]["name"] = f"c{i}-prov"
+        desc["ip_pools"][0]["spec"] = {"namePrefix": f"c{i}-prov", "prefix": 24, "gateway": "127.30.60.1",
+                                       "pools": [{"start": "127.30.60.100", "end": "127.30.60.120"}]}  # fmt: skip
+        desc["data_template"]["spec"]["networkData"]["networks"]["ipv4"][0]["ipAddressFromIPPool"] = f"c{i}-prov"
+        for j, host in enumerate(desc["hosts"]):
+            host["name"] = f"c{i}-host-{j}"
+            host["spec"]["bootMACAddress"] = f"52:54:00:30:{i:02x}:{j:02x}"
+            host["spec"]["bmc"]["address"] = (
+                f"fake://c{i}-host-{j}" if j == 0 else f"{host['spec']['bmc']['address']}{i}"
+            )
+        before = count_objects(path)
+        try:
+            validate.validate(desc, cd.objects(desc, "all"), store)
+        except Invalid as exc:
+            refused.append(str(exc))
+            assert count_objects(path) == before
+            continue
+        accepted.append(desc["name"])
+        pool = bd._ippool(f"c{i}-prov", desc["namespace"], desc["name"], "127.30.60.100", "127.30.60.120")
+        store.create(pool)
+    store.close()
+    assert accepted == ["c0"] and len(refused) == 6
+    for i, msg in enumerate(refused, start=1):
+        ns = f"team-{i}" if i % 2 else "shared"
+        assert msg.startswith(f"IPPool {ns}/c{i}-prov (capi_cluster.ip_pools[0]): spec.pools[0]: "), msg
+        assert "of IPPool shared/c0-prov (stored, cluster c0)" in msg, msg
+
+
 def test_type_errors_are_in_the_users_words():
     """Ansible hands the module tagged values (_AnsibleTaggedFloat, ...): the message says float, not the class."""
     from ansible._internal._datatag._tags import Origin
