@@ -13,7 +13,7 @@ and the stored object it collides with.  Sequential runs only: two validations r
 from __future__ import annotations
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import description
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import ipaddr
 from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, names
 
@@ -161,36 +161,32 @@ def versions(desc: dict, ns: str, version: str, store) -> None:
     """Against the stored KubeadmControlPlane: upstream's webhook refuses skipping a minor
     (controlplane/kubeadm/internal/webhooks/kubeadm_control_plane.go, validateVersion) and kubeadm a minor
     downgrade (cmd/kubeadm/app/phases/upgrade/policy.go, EnforceVersionPolicies).  Against the stored
-    MachineDeployments: no worker pool left more minors behind the new control plane than the kubelet skew
-    allows."""
+    MachineDeployments, when the control plane goes up a minor: no worker pool left more minors behind it than
+    the kubelet skew allows (without an upgrade the run itself brings the workers to the version)."""
     if store is None:
         return
-    new = _minor(version)
-    kcp = None
     try:
         kcp = store.get("KubeadmControlPlane", f"{desc['name']}-control-plane", ns)
-    except Exception:  # noqa: BLE001 - NotFound, or a store without the kind: nothing stored to compare with
-        kcp = None
-    if kcp is not None and new is not None:
-        old_version = (kcp.get("spec") or {}).get("version")
-        old = _minor(old_version)
-        where = f"{meta.ref(kcp)} ({WHERE}.kubernetes_version)"
-        if old is not None and (new[0] != old[0] or new[1] >= old[1] + 2):
-            raise Invalid(
-                f"cannot update Kubernetes version from {old_version} to {version} (one minor version at a time: "
-                f"v{old[0]}.{old[1] + 1}.x next)",
-                obj=where,
-                field="spec.version",
-            )
-        if old is not None and new < old:
+    except NotFound:
+        return  # a new cluster: nothing to upgrade from
+    old_version = (kcp.get("spec") or {}).get("version")
+    new, old = _minor(version), _minor(old_version)
+    if new is None or old is None or new <= old:
+        if new is not None and old is not None and new < old:
             raise Invalid(
                 f"cannot downgrade Kubernetes from {old_version} to {version}: kubeadm upgrades, it does not "
                 "go back a minor version",
-                obj=where,
+                obj=f"{meta.ref(kcp)} ({WHERE}.kubernetes_version)",
                 field="spec.version",
             )
-    if new is None:
-        return
+        return  # no control-plane upgrade: the run itself brings the workers to the version
+    if new[0] != old[0] or new[1] >= old[1] + 2:
+        raise Invalid(
+            f"cannot update Kubernetes version from {old_version} to {version} (one minor version at a time: "
+            f"v{old[0]}.{old[1] + 1}.x next)",
+            obj=f"{meta.ref(kcp)} ({WHERE}.kubernetes_version)",
+            field="spec.version",
+        )
     selector = f"{names.CLUSTER_NAME_LABEL}={desc['name']}"
     for md in store.list("MachineDeployment", ns, selector):
         md_version = (((md.get("spec") or {}).get("template") or {}).get("spec") or {}).get("version")

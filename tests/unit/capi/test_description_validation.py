@@ -120,6 +120,21 @@ def test_a_rerun_against_its_own_stored_objects_passes(tmp_path):
     assert msg is None, msg
 
 
+def test_workers_behind_the_skew_are_brought_up_when_the_control_plane_stays(tmp_path):
+    """The kubelet skew refuses an upgrade that would widen it, not the run that brings the workers to the
+    control plane's version (stored KCP at the description's version, a MachineDeployment four minors behind)."""
+    store = open_store({"kind": "sqlite", "path": str(tmp_path / "s.db")})
+    store.create(bd._kcp("v1.34.4"))
+    store.create(bd._md("v1.30.0"))
+    store.close()
+    msg, _plan = run(bd.metal3(), tmp_path / "s.db")
+    assert msg is None, msg
+    desc = bd.metal3()
+    desc["kubernetes_version"] = "v1.35.0"
+    msg, _plan = run(desc, tmp_path / "s.db")
+    assert "5 minor versions ahead of MachineDeployment valid/v1-md-0" in msg, msg
+
+
 def test_seven_clusters_with_one_range_get_one_pool_between_them(tmp_path):
     """The issue's seven clusters in one store, each with a valid description whose pool is 127.30.60.100-120, run
     one after the other (in seven namespaces, or in one): the first is accepted and its pool stored, as the data
