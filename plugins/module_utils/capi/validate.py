@@ -264,7 +264,7 @@ def _data_templates(desc, ns, labels, pools: dict, m3mts: list, store, plan: lis
     obj = meta.new("Metal3DataTemplate", own, ns, spec=meta.deepcopy(dt.get("spec") or {}), labels=dict(labels))
     template = _admit(obj, "data_template", store, plan)
     _provider_id_rendered(desc, template)
-    _host_interfaces(desc, template)
+    _host_interfaces(desc, template, ns, store)
     try:
         refs = render.referenced_pools(template, None)
     except Invalid as exc:
@@ -328,12 +328,27 @@ def _interface_refs(node, path: str):
             yield from _interface_refs(value, f"{path}[{i}]")
 
 
-def _host_interfaces(desc: dict, template: dict) -> None:
+def _known_nics(host: dict, ns: str, store):
+    """A host's NICs as far as they are known before inspection: given (``hardware``), else what the store has
+    (the BareMetalHost's status.hardware, its HardwareData); None when unknown."""
+    nics = (host.get("hardware") or {}).get("nics")
+    if isinstance(nics, list) and nics:
+        return nics
+    name = host.get("name")
+    stored = _get(store, "BareMetalHost", name, ns)
+    nics = (((stored or {}).get("status") or {}).get("hardware") or {}).get("nics")
+    if not nics:
+        nics = (((_get(store, "HardwareData", name, ns) or {}).get("spec") or {}).get("hardware") or {}).get("nics")
+    return nics if isinstance(nics, list) and nics else None
+
+
+def _host_interfaces(desc: dict, template: dict, ns: str, store) -> None:
     """An interface the template takes a MAC from must be one a host has: checked only when every host of the
-    description gives its inventory (``hardware.nics``); a host known only to Ironic may have any name."""
+    description has a known inventory (given, or stored from an inspection); a host known only to Ironic may
+    have any interface name."""
     hosts = desc.get("hosts") or []
-    nics = [((h.get("hardware") or {}).get("nics")) for h in hosts]
-    if not hosts or any(not isinstance(n, list) or not n for n in nics):
+    nics = [_known_nics(h, ns, store) for h in hosts]
+    if not hosts or any(n is None for n in nics):
         return
     known = {nic.get("name") for host_nics in nics for nic in host_nics if isinstance(nic, dict)}
     spec = template.get("spec") or {}

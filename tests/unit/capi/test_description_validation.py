@@ -174,6 +174,37 @@ def test_seven_clusters_with_one_range_get_one_pool_between_them(tmp_path):
         assert "of IPPool shared/c0-prov (stored, cluster c0)" in msg, msg
 
 
+def test_host_interfaces_known_from_the_store_count_too(tmp_path):
+    """Hosts without hardware in the description: the interfaces are checked against the stored hosts'
+    inspection (status.hardware.nics) when every host has one, and not at all when one host is unknown."""
+    desc = bd.metal3()
+    desc["data_template"]["spec"]["networkData"]["links"]["ethernets"][0]["macAddress"]["fromHostInterface"] = "eno9"
+    msg, _plan = run(desc, tmp_path / "empty.db")
+    assert msg is None, msg  # nothing known about the hosts' NICs: Ironic's inspection will tell
+    path = tmp_path / "s.db"
+    store = open_store({"kind": "sqlite", "path": str(path)})
+    for i, host in enumerate(desc["hosts"]):
+        obj = bd._host(host["name"], "valid", host["spec"]["bootMACAddress"], host["spec"]["bmc"]["address"])
+        stored = store.create(obj)
+        if i == 0:
+            stored["status"] = {"hardware": {"nics": [{"name": "enp1s0", "mac": "52:54:00:aa:00:00"}]}}
+            store.update_status(stored)
+    store.close()
+    msg, _plan = run(desc, path)
+    assert msg is None, msg  # hosts[1] is not inspected yet
+    store = open_store({"kind": "sqlite", "path": str(path)})
+    store.create({"apiVersion": "metal3.io/v1alpha1", "kind": "HardwareData",
+                  "metadata": {"name": "v1-host-1", "namespace": "valid"},
+                  "spec": {"hardware": {"nics": [{"name": "enp1s0", "mac": "52:54:00:aa:00:01"}]}}})  # fmt: skip
+    store.close()
+    before = count_objects(path)
+    msg, _plan = run(desc, path)
+    assert msg.startswith("Metal3DataTemplate valid/v1-nodes (capi_cluster.data_template): spec.networkData.links"
+                          ".ethernets[0].macAddress.fromHostInterface: no host of the description has an interface "
+                          "'eno9'"), msg  # fmt: skip
+    assert count_objects(path) == before
+
+
 def test_type_errors_are_in_the_users_words():
     """Ansible hands the module tagged values (_AnsibleTaggedFloat, ...): the message says float, not the class."""
     from ansible._internal._datatag._tags import Origin
