@@ -19,7 +19,12 @@ from __future__ import annotations
 import ipaddress
 
 from ansible_collections.baremetal.capi.plugins.module_utils import webhooks
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import addon_sets, description, validate_stored
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import (
+    addon_sets,
+    description,
+    validate_data,
+    validate_stored,
+)
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import description_objects as cd
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import bmc
@@ -263,8 +268,8 @@ def _data_templates(desc, ns, labels, pools: dict, m3mts: list, store, plan: lis
     own = dt.get("name") or f"{desc['name']}-nodes"
     obj = meta.new("Metal3DataTemplate", own, ns, spec=meta.deepcopy(dt.get("spec") or {}), labels=dict(labels))
     template = _admit(obj, "data_template", store, plan)
-    _provider_id_rendered(desc, template)
-    _host_interfaces(desc, template, ns, store)
+    validate_data.provider_id_rendered(desc, template)
+    validate_data.host_interfaces(desc, template, ns, store)
     try:
         refs = render.referenced_pools(template, None)
     except Invalid as exc:
@@ -288,84 +293,6 @@ def _data_templates(desc, ns, labels, pools: dict, m3mts: list, store, plan: lis
                 f"Metal3DataTemplate {ns}/{name} not found (the description makes only {own})",
                 obj=meta.ref(m3mt),
                 field="spec.template.spec.dataTemplate.name",
-            )
-
-
-def _provider_id_rendered(desc: dict, template: dict) -> None:
-    """The KubeadmConfigs the description makes give the kubelet ``provider-id: metal3://{{
-    ds.meta_data.providerid }}``; CAPM3 renders ``providerid`` only for a template with metaData
-    (baremetal/metal3data_manager.go, renderMetaData returns nothing when spec.metaData is nil), so without it
-    every Node would come up with an unrendered providerID and the run wait for nothing."""
-    if (template.get("spec") or {}).get("metaData") is not None:
-        return
-    given = [(desc.get("kubeadm") or {}).get("kubelet_extra_args") or {}]
-    given += [
-        (p or {}).get("kubelet_extra_args") or {} for p in [desc.get("control_plane"), *(desc.get("workers") or [])]
-    ]
-    if all("provider-id" in args for args in given):
-        return  # the user sets the kubelet's provider-id everywhere: the template's metaData is not needed
-    raise _named(
-        Invalid(
-            "metaData is required: the kubelet's provider-id is metal3://{{ ds.meta_data.providerid }}, which CAPM3 "
-            "renders only for a template with metaData (give metaData: {} for providerid alone)",
-            obj=meta.ref(template),
-            field="spec.metaData",
-        ),
-        "data_template",
-    )
-
-
-def _interface_refs(node, path: str):
-    """(field, interface name) of every ``fromHostInterface`` under a networkData node."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "fromHostInterface" and isinstance(value, str):
-                yield f"{path}.{key}", value
-            else:
-                yield from _interface_refs(value, f"{path}.{key}")
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            yield from _interface_refs(value, f"{path}[{i}]")
-
-
-def _known_nics(host: dict, ns: str, store):
-    """A host's NICs as far as they are known before inspection: given (``hardware``), else what the store has
-    (the BareMetalHost's status.hardware, its HardwareData); None when unknown."""
-    nics = (host.get("hardware") or {}).get("nics")
-    if isinstance(nics, list) and nics:
-        return nics
-    name = host.get("name")
-    stored = _get(store, "BareMetalHost", name, ns)
-    nics = (((stored or {}).get("status") or {}).get("hardware") or {}).get("nics")
-    if not nics:
-        nics = (((_get(store, "HardwareData", name, ns) or {}).get("spec") or {}).get("hardware") or {}).get("nics")
-    return nics if isinstance(nics, list) and nics else None
-
-
-def _host_interfaces(desc: dict, template: dict, ns: str, store) -> None:
-    """An interface the template takes a MAC from must be one a host has: checked only when every host of the
-    description has a known inventory (given, or stored from an inspection); a host known only to Ironic may
-    have any interface name."""
-    hosts = desc.get("hosts") or []
-    nics = [_known_nics(h, ns, store) for h in hosts]
-    if not hosts or any(n is None for n in nics):
-        return
-    known = {nic.get("name") for host_nics in nics for nic in host_nics if isinstance(nic, dict)}
-    spec = template.get("spec") or {}
-    refs = list(_interface_refs(spec.get("networkData"), "spec.networkData"))
-    for i, entry in enumerate((spec.get("metaData") or {}).get("fromHostInterfaces") or []):
-        if isinstance(entry, dict) and entry.get("interface") and not entry.get("fromBootMAC"):
-            refs.append((f"spec.metaData.fromHostInterfaces[{i}].interface", entry["interface"]))
-    for field, name in refs:
-        if name not in known:
-            raise _named(
-                Invalid(
-                    f"no host of the description has an interface {name!r} (their hardware.nics: "
-                    f"{', '.join(sorted(str(k) for k in known))})",
-                    obj=meta.ref(template),
-                    field=field,
-                ),
-                "data_template",
             )
 
 
