@@ -14,7 +14,7 @@ help:
 	@echo "make test   - lint, sanity, unit and integration tests (starts and stops the lab)"
 	@echo "make bench  - benchmarks (not part of make test)"
 	@echo "make check  - lint and unit tests (no lab)"
-	@echo "make lifecycle | resilience - the day-2 tests alone (make test runs them too, but the MAAS upgrade and the faulty-Ironic run)"
+	@echo "make lifecycle | resilience - the day-2 tests alone (make test runs them too, but the faulty-Ironic run)"
 	@echo "make lab-up | lab-down | lab-status | lab-reset"
 
 venv: $(VENV)/.installed build/ansible_collections/baremetal/capi

@@ -57,11 +57,12 @@ E2E=(tests/integration/e2e tests/integration/lifecycle/test_etcd_client.py
 E2E_LATE=(tests/integration/e2e/test_ansible_core_versions.py tests/integration/e2e/test_plan.py)
 # Day 2, on two more lines beside the others (most of their time is spent waiting on the cluster): the Metal3
 # control-plane upgrade of a 3 + 2 cluster (order, etcd members, the workload API probed every second), scale
-# 3 -> 1 -> 3, a maxSurge 0 upgrade and an upgrade killed at five points, then the etcd quorum-loss refusal on one;
-# kill -9 at four points of a provision and of a deprovision, then eight playbooks racing for five hosts on the
-# other. Outside (`make lifecycle` / `make resilience`): the MAAS upgrade (docs/lab.md says why) and the
-# faulty-Ironic run with the -vvv secrets checks.
-DAY2_LINE1=(tests/integration/lifecycle/test_upgrade_metal3.py tests/integration/kcpsafe/test_quorum_loss_lab.py)
+# 3 -> 1 -> 3, a maxSurge 0 upgrade and an upgrade killed at five points, the etcd quorum-loss refusal, then the
+# MAAS upgrade of a 3 + 2 cluster (its endpoint a MAAS DNS name) and a killed one, on one; kill -9 at four points
+# of a provision and of a deprovision, then eight playbooks racing for five hosts on the other. Outside
+# (`make resilience`): the faulty-Ironic run with the -vvv secrets checks.
+DAY2_LINE1=(tests/integration/lifecycle/test_upgrade_metal3.py tests/integration/kcpsafe/test_quorum_loss_lab.py
+            tests/integration/lifecycle/test_upgrade_maas.py)
 DAY2_LINE2=(tests/integration/e2e/test_e2e_kill.py tests/integration/e2e/test_e2e_race.py)
 RESILIENCE=(tests/integration/e2e/test_e2e_faults_secrets.py "${DAY2_LINE1[@]}" "${DAY2_LINE2[@]}")
 E2E_LATE_IGNORE=()
@@ -116,7 +117,7 @@ echo "=== integration: tests on the Redfish BMCs, then the playbooks on the olde
 cat "$OUT/redfish.log"
 echo "=== integration: the agent path (ironic-python-agent on Redfish hosts)"
 cat "$OUT/agent-1.log" "$OUT/agent-2.log" "$OUT/agent.log"
-echo "=== integration: day 2 (Metal3 upgrade, scale 3 -> 1 -> 3, killed upgrade; etcd quorum loss)"
+echo "=== integration: day 2 (Metal3 upgrade, scale 3 -> 1 -> 3, killed upgrade; etcd quorum loss; MAAS upgrade)"
 cat "$OUT/day2-1.log"
 echo "=== integration: day 2 (kill -9 of a provision and a deprovision; racing playbooks)"
 cat "$OUT/day2-2.log"

@@ -113,20 +113,25 @@ def kubeconfig(
     )
 
 
-def _prepare(d: Path, ca_cert: bytes, ca_key: bytes, bind_address: str, sa_key, extra_tokens) -> None:
-    """Certificates, keys and the token file of an API server about to start."""
-    pki.write(d / "ca.crt", ca_cert)
-    # A fresh serving certificate each start (cheap), so a new CA or address always takes effect.
+def write_serving_cert(d: Path, ca_cert: bytes, ca_key: bytes, ips, dns=()) -> None:
+    """The serving certificate and key (the key first: kube-apiserver reloads the pair when either file changes)."""
     crt, key = pki.issue(
         ca_cert,
         ca_key,
         "kube-apiserver",
-        ips=[bind_address],
-        dns=["localhost", "kubernetes", "kubernetes.default"],
+        ips=list(dict.fromkeys(ips)),
+        dns=list(dict.fromkeys(["localhost", "kubernetes", "kubernetes.default", *dns])),
         server=True,
     )
-    pki.write(d / "apiserver.crt", crt)
     pki.write(d / "apiserver.key", key, private=True)
+    pki.write(d / "apiserver.crt", crt)
+
+
+def _prepare(d: Path, ca_cert: bytes, ca_key: bytes, ips, dns, sa_key, extra_tokens) -> None:
+    """Certificates, keys and the token file of an API server about to start."""
+    pki.write(d / "ca.crt", ca_cert)
+    # A fresh serving certificate each start (cheap), so a new CA or address always takes effect.
+    write_serving_cert(d, ca_cert, ca_key, ips, dns)
     if sa_key is not None:
         pki.write(d / "sa.key", sa_key, private=True)
     elif not (d / "sa.key").exists():
@@ -154,6 +159,8 @@ def start_apiserver(
     port: int,
     etcd_prefix: str,
     bind_address: str = "127.0.0.1",
+    san_ips=(),
+    san_dns=(),
     sa_key: bytes | None = None,
     extra_tokens: dict[str, tuple[str, str]] | None = None,
     service_cluster_ip_range: str = "10.96.0.0/12",
@@ -168,7 +175,8 @@ def start_apiserver(
     / ``ca_key`` and accepts client certificates from that CA (so a Cluster
     API ``<cluster>-kubeconfig`` made from the same CA works).  ``sa_key`` is
     the service-account signing key (PEM; Cluster API's ``<cluster>-sa``
-    Secret), generated when not given.  ``extra_tokens`` maps a token to
+    Secret), generated when not given.  ``san_ips`` / ``san_dns``: more
+    names its serving certificate carries.  ``extra_tokens`` maps a token to
     (user, group).  Returns server, token, the CA file, a kubeconfig path and
     the version it reports.
 
@@ -185,7 +193,7 @@ def start_apiserver(
     ca_file = d / "ca.crt"
     token_file = d / "tokens.csv"
     if not running:
-        _prepare(d, ca_cert, ca_key, bind_address, sa_key, extra_tokens)
+        _prepare(d, ca_cert, ca_key, [bind_address, *san_ips], san_dns, sa_key, extra_tokens)
     admin_token = token_file.read_text().split(",", 1)[0]
     server = f"https://{bind_address}:{port}"
     argv = [

@@ -3,7 +3,13 @@
 A cluster is known by its controlPlaneEndpoint (``host:port``): that is what
 ``kubeadm init`` serves and what ``kubeadm join`` discovers.  Its API server
 is lab process ``nodesim-api-<host>-<port>``, serving with the cluster CA from
-the init host's bootstrap data.  Its storage is the cluster's etcd: one member
+the init host's bootstrap data.  An endpoint that is an address (a VIP) is
+where it listens.  An endpoint that is a name this machine does not resolve
+(a MAAS DNS record, whose addresses are the control-plane machines') is
+served as kubeadm serves it on real hosts: on each running control-plane
+host's own address, at the endpoint's port (see ``sim.py``'s listeners), by
+one API server on a private port of 127.0.0.1, with a serving certificate
+naming the endpoint's name and every control-plane host address.  Its storage is the cluster's etcd: one member
 per control-plane host (``etcd.py``), reached through the simulator's
 pass-through on ``127.0.0.1:<port>`` (``etcdproxy.py``) with the
 ``apiserver-etcd-client`` certificate kubeadm gives the API server.  It runs
@@ -52,18 +58,70 @@ def split_endpoint(endpoint: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def bind_address(host: str, fallback: str | None) -> str:
-    """The loopback address the API server listens on for an endpoint host (an IP, or a name that resolves)."""
+def bind_address(host: str) -> str | None:
+    """The loopback address the API server listens on for an endpoint host (an IP, or a name that resolves here);
+    None for a name this machine does not resolve: the API is then served on the control-plane hosts' addresses.
+    """
     try:
         ip = ipaddress.ip_address(host)
     except ValueError:
         try:
             ip = ipaddress.ip_address(socket.gethostbyname(host))
         except (OSError, ValueError):
-            ip = ipaddress.ip_address(fallback or "127.0.0.1")
+            return None
     if not ip.is_loopback:
         raise ValueError(f"controlPlaneEndpoint host {host} is not a loopback address; the lab binds 127.0.0.0/8 only")
     return str(ip)
+
+
+def on_hosts(cluster: dict) -> bool:
+    """Served on its control-plane hosts' addresses (an endpoint name that does not resolve here)."""
+    return bool(cluster.get("on_hosts"))
+
+
+def private_port() -> int:
+    """A free port of 127.0.0.1 for the API server of an endpoint served on its hosts."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serving_sans(cluster: dict) -> tuple[list[str], list[str]]:
+    """(IPs, DNS names) beyond the bind address the serving certificate names: as kubeadm's apiserver certificate,
+    the endpoint's host and each control-plane host's address (certs.go apiServerCertAltNames)."""
+    if not on_hosts(cluster):
+        return [], []
+    host, _ = split_endpoint(cluster["endpoint"])
+    return sorted(cluster.get("cert_ips") or []), [host]
+
+
+def reissue_serving_cert(cfg: LabConfig, cluster: dict) -> None:
+    """A new serving certificate for a running API server (it reloads --tls-cert-file when the file changes)."""
+    from lab.kube_build import apiserver
+
+    d = ca_dir(cfg, cluster["endpoint"])
+    ips, names = serving_sans(cluster)
+    apiserver.write_serving_cert(
+        cfg.data(process_name(cluster["endpoint"])),
+        (d / "ca.crt").read_bytes(),
+        (d / "ca.key").read_bytes(),
+        [cluster["bind"], *ips],
+        names,
+    )
+
+
+def serves_for(cfg: LabConfig, cluster: dict, address: str) -> bool:
+    """The API server's certificate, as it presents it now, names ``address`` (a client connecting there verifies)."""
+    ca = ca_dir(cfg, cluster["endpoint"]) / "ca.crt"
+    ctx = ssl.create_default_context(cafile=str(ca))
+    ctx.check_hostname = False
+    try:
+        with socket.create_connection((cluster["bind"], cluster["port"]), timeout=3) as raw:
+            with ctx.wrap_socket(raw) as tls:
+                sans = tls.getpeercert().get("subjectAltName") or ()
+    except (OSError, ssl.SSLError):
+        return False
+    return ("IP Address", address) in sans
 
 
 def save_ca(
@@ -111,6 +169,7 @@ def start(cfg: LabConfig, cluster: dict, etcd_port: int, wait_ready: bool = True
     if process.pid_of(cfg, name) is None and process.port_open(cluster["bind"], cluster["port"]):
         raise RuntimeError(f"{cluster['bind']}:{cluster['port']} is taken by something else")
     sa = d / "sa.key"
+    ips, names = serving_sans(cluster)
     return kube.start_apiserver(
         cfg,
         name,
@@ -119,6 +178,8 @@ def start(cfg: LabConfig, cluster: dict, etcd_port: int, wait_ready: bool = True
         sa_key=sa.read_bytes() if sa.exists() else None,
         port=cluster["port"],
         bind_address=cluster["bind"],
+        san_ips=ips,
+        san_dns=names,
         etcd_prefix=ETCD_PREFIX,
         etcd_servers=f"https://127.0.0.1:{etcd_port}",
         etcd_tls=(d / "etcd" / "ca.crt", d / "apiserver-etcd-client.crt", d / "apiserver-etcd-client.key"),

@@ -24,7 +24,7 @@ LOG = logging.getLogger("nodesim")
 
 
 class Forwarder:
-    def __init__(self, name: str, port: int = 0, host: str = "127.0.0.1"):
+    def __init__(self, name: str, port: int = 0, host: str = "127.0.0.1", fallback: bool = True):
         self.name = name
         self.targets: tuple[tuple[str, int], ...] = ()  # set by the reconcile loop
         self._turn = itertools.count()
@@ -33,13 +33,14 @@ class Forwarder:
         try:
             self._sock.bind((host, port))
         except OSError:
-            if not port:
+            if not port or not fallback:
+                self._sock.close()
                 raise
             self._sock.bind((host, 0))  # the old port is taken: a new one (the API server is restarted for it)
         self._sock.listen(64)
         self.port = self._sock.getsockname()[1]
         self._closed = False
-        threading.Thread(target=self._accept, name=f"etcdproxy-{name}", daemon=True).start()
+        threading.Thread(target=self._accept, name=f"fwd-{name}", daemon=True).start()
 
     def close(self) -> None:
         self._closed = True

@@ -55,6 +55,8 @@ class Simulator:
         self.snapshot: dict = {}
         self._conn = None
         self.proxies: dict[str, etcdproxy.Forwarder] = {}
+        # per endpoint served on its hosts: control-plane host address -> its listener at the endpoint's port
+        self.listeners: dict[str, dict[str, etcdproxy.Forwarder]] = {}
         self.agents = agent.Agents(cfg)
         for cluster in self.state["clusters"].values():
             for member in cluster.get("etcd", {}).get("members", {}).values():
@@ -246,11 +248,15 @@ class Simulator:
 
                 etcd_ca = pki.new_ca("etcd-ca")
             clusters.save_ca(self.cfg, endpoint, boot.ca_cert, boot.ca_key, boot.sa_key, etcd_ca)
+            bind = clusters.bind_address(h)
             self.state["clusters"][endpoint] = {
                 "name": boot.cluster_name,
                 "endpoint": endpoint,
-                "bind": clusters.bind_address(h, ip),
-                "port": port,
+                "bind": bind or "127.0.0.1",
+                "port": port if bind else clusters.private_port(),
+                "on_hosts": bind is None,
+                "api_hosts": {},  # control-plane host -> [instance, address]: where kube-apiserver runs
+                "cert_ips": [],
                 "version": boot.kubernetes_version,
                 "init_instance": host.instance,
                 "control_plane": [[host.key, host.instance]],
@@ -258,6 +264,7 @@ class Simulator:
                 "etcd": {"proxy_port": 0, "members": {}},
             }
         cluster = self.state["clusters"][endpoint]
+        self._api_host(cluster, host, ip or etcd_ip)
         members = cluster["etcd"]["members"]
         if boot.node_name not in members:
             # kubeadm init's etcd phase: a one-member cluster, --initial-cluster-state=new
@@ -279,13 +286,68 @@ class Simulator:
         ca = (clusters.ca_dir(self.cfg, boot.endpoint) / "ca.crt").read_bytes()
         kubelet.check_join(api, boot, ca, now)
         if boot.control_plane:
-            self._etcd_join(host, entry, boot, cluster, _etcd_address(boot, ip, host.key), now)
+            etcd_ip = _etcd_address(boot, ip, host.key)
+            self._etcd_join(host, entry, boot, cluster, etcd_ip, now)
+            self._api_host(cluster, host, ip or etcd_ip)
         pair = [host.key, host.instance]
         if pair not in cluster["members"]:
             cluster["members"].append(pair)
         if boot.control_plane and pair not in cluster["control_plane"]:
             cluster["control_plane"].append(pair)
         self._register(api, host, entry, boot, cluster, ip, now, phase="joined")
+
+    # --- the API on the control-plane hosts ----------------------------------------------
+
+    def _api_host(self, cluster: dict, host, address: str) -> None:
+        """Host ``host`` runs a kube-apiserver (kubeadm init, or join --control-plane) answering on ``address``."""
+        if not clusters.on_hosts(cluster):
+            return
+        cluster.setdefault("api_hosts", {})[host.key] = [host.instance, address]
+        ips = cluster.setdefault("cert_ips", [])
+        if address not in ips:
+            ips.append(address)
+            if clusters.running(self.cfg, cluster["endpoint"]):
+                clusters.reissue_serving_cert(self.cfg, cluster)
+        self._listeners(cluster, None)
+
+    def _listeners(self, cluster: dict, hosts) -> None:
+        """The endpoint's port on each running control-plane host's address, passed to the cluster's API server.
+
+        A host's listener opens once the API server presents a certificate naming that address (a client verifies
+        it) and closes when the host is off or gone, or no API server runs: a client that reaches a released
+        machine's address finds nothing there, as on real hosts. With ``hosts`` None only new hosts are added.
+        """
+        endpoint = cluster["endpoint"]
+        if not clusters.on_hosts(cluster):
+            return
+        _, port = clusters.split_endpoint(endpoint)
+        open_ = self.listeners.setdefault(endpoint, {})
+        running = clusters.running(self.cfg, endpoint)
+        want = set()
+        for key, (instance, address) in list(cluster.get("api_hosts", {}).items()):
+            state = "up" if hosts is None else self._member_state(hosts, [key, instance])
+            if state == "gone":
+                del cluster["api_hosts"][key]
+            elif state in ("up", "unknown") and running:
+                want.add(address)
+        for address in set(open_) - want:
+            if hosts is not None:
+                open_.pop(address).close()
+                LOG.info("cluster %s: API at %s:%s closed (its host is down or gone)", endpoint, address, port)
+        for address in sorted(want - set(open_)):
+            if not clusters.serves_for(self.cfg, cluster, address):
+                continue  # its certificate is being reloaded: next round
+            try:
+                open_[address] = etcdproxy.Forwarder(f"api-{address}", port, host=address, fallback=False)
+            except OSError as exc:
+                LOG.warning("cluster %s: API at %s:%s: %s", endpoint, address, port, exc)
+                continue
+            open_[address].targets = ((cluster["bind"], cluster["port"]),)
+            LOG.info("cluster %s: API at %s:%s", endpoint, address, port)
+
+    def _close_listeners(self, endpoint: str) -> None:
+        for fwd in self.listeners.pop(endpoint, {}).values():
+            fwd.close()
 
     # --- etcd ---------------------------------------------------------------------------
 
@@ -476,6 +538,7 @@ class Simulator:
 
     def _forget_cluster(self, endpoint: str) -> None:
         self.state["clusters"].pop(endpoint, None)
+        self._close_listeners(endpoint)
         fwd = self.proxies.pop(endpoint, None)
         if fwd is not None:
             fwd.close()
@@ -517,6 +580,7 @@ class Simulator:
             elif not want and clusters.running(self.cfg, endpoint):
                 LOG.info("cluster %s: no control-plane host up; its API server stops", endpoint)
                 clusters.stop(self.cfg, endpoint)
+            self._listeners(cluster, hosts)
 
     def _heartbeats(self, hosts, now: float) -> None:
         with self.lock:

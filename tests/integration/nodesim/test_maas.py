@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import secrets
+import socket
+import ssl
 import time
 import uuid
 from urllib.parse import quote
@@ -12,10 +14,13 @@ import pytest
 import requests
 from kubernetes import client as k
 
+from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import kubeadm as cabpk_engine
+from ansible_collections.baremetal.capi.plugins.module_utils.bootstrap import pki as cabpk_pki
 from lab.nodesim import clusters
 
 from . import cabpk
 from .conftest import UNREACHABLE, eventually, install_cni, ready_status, workload_client
+from .test_collection_bootstrap import _certs
 
 FAST = {"deploy": 0.5, "release": 0.3, "erase": 0.3, "commission": 0.3, "power": 0.2}
 
@@ -122,3 +127,74 @@ def test_maas_machines_init_join_power_off_release(nodesim_lab, maas, endpoint, 
     for m in (w1, cp):
         sim.op(m["system_id"], "release")
     eventually(lambda: not clusters.running(nodesim_lab.cfg, endpoint), "the workload API server stopped")
+
+
+def _served_names(address: str, port: int, ca_pem: str) -> list | None:
+    """The subjectAltName of the certificate the API at ``address`` presents (verified by the cluster CA), or None."""
+    ctx = ssl.create_default_context(cadata=ca_pem)
+    ctx.check_hostname = False
+    try:
+        with socket.create_connection((address, port), timeout=3) as raw, ctx.wrap_socket(raw) as tls:
+            return list(tls.getpeercert().get("subjectAltName") or ())
+    except OSError:
+        return None
+
+
+def test_maas_dns_endpoint_is_served_on_each_control_plane_machine(nodesim_lab, maas, tmp_path):
+    """An endpoint that is a MAAS DNS name: the API answers on each running control-plane machine's address, with a
+    certificate naming that address and the name, and a released machine's address answers nothing."""
+    sim, made = maas
+    tag = f"t{secrets.token_hex(4)}"
+    seeded = sim.ctl("POST", "machines", {"machines": [{"hostname": f"{tag}-{i}", "tags": [tag]} for i in range(3)]})
+    made.extend(m["system_id"] for m in seeded)
+    name = f"maas-{tag}"
+    endpoint = f"{name}.maas.test:6443"  # .test never resolves (RFC 2606): only MAAS's DNS knows the name
+    desc = {
+        "metadata": {"name": name, "namespace": "nodesim"},
+        "spec": {"controlPlaneEndpoint": {"host": f"{name}.maas.test", "port": 6443}},
+    }
+    certs = _certs()
+    reg = {"name": "{{ ds.meta_data.local_hostname }}"}
+    spec = {"initConfiguration": {"nodeRegistration": dict(reg)}, "joinConfiguration": {"nodeRegistration": dict(reg)}}
+    ca_pem = certs["ca"]["crt"]
+
+    def core(m):
+        kcfg = cabpk_pki.admin_kubeconfig(name, f"https://{m['ip']}:6443", certs["ca"]["crt"], certs["ca"]["key"])
+        return k.CoreV1Api(workload_client(kcfg, tmp_path))
+
+    def nodes(m):
+        try:
+            return sorted(n.metadata.name for n in core(m).list_node(_request_timeout=8).items)
+        except UNREACHABLE:
+            return None
+
+    first, second, third = seeded
+    init = cabpk_engine.render_init(desc, spec, "v1.34.4", certs)
+    sim.op(first["system_id"], "deploy", user_data=base64.b64encode(init.encode()).decode(), distro_series="jammy")
+    eventually(lambda: nodes(first) == [first["hostname"]], "the API at the init machine's address")
+    sans = _served_names(first["ip"], 6443, ca_pem)
+    assert ("IP Address", first["ip"]) in sans and ("DNS", f"{name}.maas.test") in sans, sans
+    for m in (second, third):
+        assert _served_names(m["ip"], 6443, ca_pem) is None  # not deployed: nothing answers there
+
+    token = cabpk.new_token()
+    core(first).create_namespaced_secret("kube-system", cabpk.token_secret(token))
+    for m in (second, third):
+        join = cabpk_engine.render_join(desc, spec, "v1.34.4", certs, token, True)
+        sim.op(m["system_id"], "deploy", user_data=base64.b64encode(join.encode()).decode())
+    everyone = sorted(m["hostname"] for m in seeded)
+    for m in seeded:
+        eventually(lambda m=m: nodes(m) == everyone, f"the API at {m['hostname']}'s address with 3 Nodes")
+        assert ("IP Address", m["ip"]) in _served_names(m["ip"], 6443, ca_pem)
+
+    # the init machine released: its address answers nothing; the other two serve on (etcd keeps 2 of 3)
+    sim.op(first["system_id"], "release")
+    eventually(lambda: _served_names(first["ip"], 6443, ca_pem) is None, "nothing at the released machine's address")
+    for m in (second, third):
+        assert nodes(m) == everyone, m["hostname"]
+
+    for m in (second, third):
+        sim.op(m["system_id"], "release")
+    eventually(lambda: not clusters.running(nodesim_lab.cfg, endpoint), "the workload API server stopped")
+    for m in seeded:
+        assert _served_names(m["ip"], 6443, ca_pem) is None, m["hostname"]
