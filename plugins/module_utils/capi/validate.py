@@ -26,7 +26,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.capi import (
     validate_stored,
 )
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import description_objects as cd
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import bmc
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import state as maas_state
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import host as bmh
@@ -46,13 +46,7 @@ def secrets(desc) -> list[str]:
     return [v for v in out if isinstance(v, str) and v]
 
 
-def _get(store, kind: str, name: str, ns: str | None):
-    if store is None:
-        return None
-    try:
-        return store.get(kind, name, ns)
-    except NotFound:
-        return None
+_stored = validate_stored.stored  # the stored object, or None
 
 
 def _named(exc: Invalid, origin: str) -> Invalid:
@@ -64,7 +58,7 @@ def _named(exc: Invalid, origin: str) -> Invalid:
 def _admit(obj: dict, origin: str, store, plan: list) -> dict:
     try:
         meta.validate_object(obj, for_create=True)
-        old = _get(store, obj["kind"], meta.name(obj), meta.namespace(obj))
+        old = _stored(store, obj["kind"], meta.name(obj), meta.namespace(obj))
         out = webhooks.admit(obj, old)
         _template_webhook(out)
     except Invalid as exc:
@@ -171,7 +165,7 @@ def _ip_pools(desc: dict, ns: str, labels: dict, store, plan: list) -> dict:
         obj["spec"].setdefault("allocationStrategy", "sequential")  # the CRD default
         where = meta.ref(obj)
         try:
-            old = _get(store, "IPPool", entry["name"], ns)
+            old = _stored(store, "IPPool", entry["name"], ns)
             ipaddr.validate_pool(obj, old)
             for span in _pool_rules(obj):
                 for other_origin, other_name, other in spans:
@@ -204,16 +198,15 @@ def _endpoint_outside_pools(desc: dict, ns: str, mine: list) -> None:
     ip = ipaddr.parse(host)
     if ip is None:
         return
-    key = (ip.version, ipaddr._int16(ip))
-    for origin, name, spans in mine:
-        for lo, hi, text, _field in spans:
-            if lo <= key <= hi:
-                raise Invalid(
-                    f"{ip} is inside {text} of IPPool {ns}/{name} ({description.WHERE}.{origin}): the pool would "
-                    "hand the API endpoint's address to a host",
-                    obj=description.WHERE,
-                    field="control_plane_endpoint.host",
-                )
+    hit = validate_stored.span_holding(mine, (ip.version, ipaddr._int16(ip)))
+    if hit:
+        origin, name, text, _field = hit
+        raise Invalid(
+            f"{ip} is inside {text} of IPPool {ns}/{name} ({description.WHERE}.{origin}): the pool would "
+            "hand the API endpoint's address to a host",
+            obj=description.WHERE,
+            field="control_plane_endpoint.host",
+        )
 
 
 def _action(old, new) -> str:
@@ -275,7 +268,7 @@ def _data_templates(desc, ns, labels, pools: dict, m3mts: list, store, plan: lis
     except Invalid as exc:
         raise _named(exc, "data_template") from None
     for pool, ref in refs.items():
-        if not render.is_metal3_pool(ref) or pool in pools or _get(store, "IPPool", pool, ns) is not None:
+        if not render.is_metal3_pool(ref) or pool in pools or _stored(store, "IPPool", pool, ns) is not None:
             continue
         known = ", ".join(sorted(pools)) or "none"
         raise _named(
@@ -288,7 +281,7 @@ def _data_templates(desc, ns, labels, pools: dict, m3mts: list, store, plan: lis
         )
     for m3mt in m3mts:
         name = ((m3mt["spec"].get("template") or {}).get("spec") or {}).get("dataTemplate", {}).get("name")
-        if name and name != own and _get(store, "Metal3DataTemplate", name, ns) is None:
+        if name and name != own and _stored(store, "Metal3DataTemplate", name, ns) is None:
             raise Invalid(
                 f"Metal3DataTemplate {ns}/{name} not found (the description makes only {own})",
                 obj=meta.ref(m3mt),
@@ -306,7 +299,7 @@ def _hosts(desc: dict, ns: str, store, plan: list) -> None:
         try:
             objs = bmh.build(entry, ns)
             host = objs[0]
-            before = _get(store, "BareMetalHost", meta.name(host), meta.namespace(host))
+            before = _stored(store, "BareMetalHost", meta.name(host), meta.namespace(host))
             meta.validate_object(host, for_create=True)
             bmh.validate(host, before)
             _credentials(host, objs, store)
@@ -329,7 +322,7 @@ def _credentials(host: dict, objs: list, store) -> None:
     secret = spec["bmc"]["credentialsName"]
     if any(o["kind"] == "Secret" for o in objs):
         return
-    stored = _get(store, "Secret", secret, meta.namespace(host))
+    stored = _stored(store, "Secret", secret, meta.namespace(host))
     if stored is None:
         raise Invalid(
             f"credentials Secret {meta.namespace(host)}/{secret} not found: give bmc_username and bmc_password or "

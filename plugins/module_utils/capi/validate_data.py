@@ -9,22 +9,15 @@ ones the hosts have, when their inventory is known.
 
 from __future__ import annotations
 
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import description
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import description, validate_stored
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
+
+_stored = validate_stored.stored  # the stored object, or None
 
 
 def _where(template: dict) -> str:
     return f"{meta.ref(template)} ({description.WHERE}.data_template)"
-
-
-def _get(store, kind: str, name: str, ns: str):
-    if store is None:
-        return None
-    try:
-        return store.get(kind, name, ns)
-    except NotFound:
-        return None
 
 
 def provider_id_rendered(desc: dict, template: dict) -> None:
@@ -68,10 +61,10 @@ def _known_nics(host: dict, ns: str, store):
     if isinstance(nics, list) and nics:
         return nics
     name = host.get("name")
-    stored = _get(store, "BareMetalHost", name, ns)
+    stored = _stored(store, "BareMetalHost", name, ns)
     nics = (((stored or {}).get("status") or {}).get("hardware") or {}).get("nics")
     if not nics:
-        nics = (((_get(store, "HardwareData", name, ns) or {}).get("spec") or {}).get("hardware") or {}).get("nics")
+        nics = (((_stored(store, "HardwareData", name, ns) or {}).get("spec") or {}).get("hardware") or {}).get("nics")
     return nics if isinstance(nics, list) and nics else None
 
 

@@ -24,6 +24,25 @@ def _list(store, kind: str) -> list[dict]:
     return [] if store is None else store.list(kind)
 
 
+def stored(store, kind: str, name: str, ns: str | None):
+    """The stored object, or None (no store: a description checked alone)."""
+    if store is None:
+        return None
+    try:
+        return store.get(kind, name, ns)
+    except NotFound:
+        return None
+
+
+def span_holding(mine: list, key) -> tuple | None:
+    """(origin, pool name, span text, field) of the first of the description's pool spans that holds ``key``."""
+    for origin, name, spans in mine:
+        for lo, hi, text, field in spans:
+            if lo <= key <= hi:
+                return origin, name, text, field
+    return None
+
+
 # -- hosts: boot MAC and BMC address ---------------------------------------------------------------------
 
 
@@ -129,16 +148,14 @@ def pools(ns: str, mine: list[tuple[str, str, list]], store, spans_of) -> None:
             pool_ns = pool.get("namespace") or meta.namespace(address)
             if pool_ns == ns and pool.get("name") in names_mine:
                 continue  # handed out by the very pool
-            key = (ip.version, ipaddr._int16(ip))
-            for origin, name, spans in mine:
-                for lo, hi, text, field in spans:
-                    if lo <= key <= hi:
-                        raise Invalid(
-                            f"{text} holds {ip}, already allocated ({meta.ref(address)} of pool "
-                            f"{pool_ns}/{pool.get('name')})",
-                            obj=f"IPPool {ns}/{name} ({WHERE}.{origin})",
-                            field=field,
-                        )
+            hit = span_holding(mine, (ip.version, ipaddr._int16(ip)))
+            if hit:
+                origin, name, text, field = hit
+                raise Invalid(
+                    f"{text} holds {ip}, already allocated ({meta.ref(address)} of pool {pool_ns}/{pool.get('name')})",
+                    obj=f"IPPool {ns}/{name} ({WHERE}.{origin})",
+                    field=field,
+                )
 
 
 # -- Kubernetes version: KubeadmControlPlane upgrades and the kubelet skew ------------------------------------
