@@ -22,7 +22,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
     NotFound,
     Timeout,
 )
-from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta
+from ansible_collections.baremetal.capi.plugins.module_utils.model import kinds, meta, selectors
 from ansible_collections.baremetal.capi.plugins.module_utils.store import common
 from ansible_collections.baremetal.capi.plugins.module_utils.store import mutate as rmw
 
@@ -281,7 +281,17 @@ def selected_kind(params: dict) -> kinds.Kind:
         raise Invalid("label_selector is for state=absent (deleting the matching objects)", field="state")
     if not params.get("kind"):
         raise Invalid("label_selector needs the kind of the objects to delete", field="kind")
-    return kinds.resolve(params["kind"], params.get("api_version"))
+    k = kinds.resolve(params["kind"], params.get("api_version"))
+    everything = not selectors.parse(params.get("label_selector"), where="label_selector").requirements
+    # kubectl delete asks for --all before it deletes every object of a kind, and refuses --all with -l
+    if everything and not params.get("all"):
+        raise Invalid(
+            f"an empty selector matches every {k.kind}: give all=true to delete them all",
+            field="label_selector",
+        )
+    if params.get("all") and not everything:
+        raise Invalid("all=true deletes every object of the kind: not with a label_selector", field="all")
+    return k
 
 
 def remove_selected(store, k: kinds.Kind, namespace, selector, check: bool = False, **wait) -> list[dict]:

@@ -21,6 +21,11 @@ description:
   - Then the rules that span objects - IPPools that overlap, a prefix out of range for the IP version, a start,
     end or gateway outside the subnet, networkData and metaData pools that exist, data templates that exist, BMC
     credentials that are given or stored.
+  - Then what Ironic, kubeadm and the store would refuse later - image checksums of the wrong length for their
+    type and URL schemes Ironic does not fetch, boot MACs that are not a NIC's or that another host (of the
+    description or stored, any namespace) has, BMC addresses used twice, Kubernetes versions out of the supported
+    range or skipping a minor from the stored control plane, IP pool ranges overlapping any stored pool or an
+    allocated address, an endpoint inside a pool, a data template without metaData.
   - The error names the object (and the description key it comes from) and the field. Nothing is written, in
     check mode or not; the result is the plan of what the playbook would create or update.
   - With O(plan_machines=true) (the playbooks set it in check mode) the result also has RV(machines) - for every

@@ -88,7 +88,18 @@ options:
         (what C(kubectl delete -l) does), each as O(state=absent) deletes one; with O(wait), until each is gone.
       - In any form M(baremetal.capi.object_info) accepts (a string, a list of strings, a LabelSelector mapping).
       - Not with O(name), O(definition) or O(state=present).
+      - A selector that selects everything (V(""), V([]), V({})) is refused unless O(all=true) is given, as
+        C(kubectl delete) asks for C(--all).
     type: raw
+    version_added: 0.2.0
+  all:
+    description:
+      - With O(state=absent), no O(name) and no O(label_selector) (or an empty one), delete every object of
+        O(kind) in O(namespace) (of the store, for a cluster-scoped kind such as V(Namespace) - and with a Namespace
+        every object in it). What C(kubectl delete --all) does.
+      - Without it such a task fails and deletes nothing.
+    type: bool
+    default: false
     version_added: 0.2.0
   force:
     description:
@@ -113,6 +124,9 @@ options:
 notes:
   - Objects are validated as the API server would (names, labels, annotations, finalizers, owner references)
     before anything is written.
+  - A spec field the kind does not have is refused, naming it, for the Cluster API core kinds of
+    C(cluster.x-k8s.io/v1beta2) and C(controlplane.cluster.x-k8s.io/v1beta2) (Cluster, Machine, MachineSet,
+    MachineDeployment, MachineHealthCheck, KubeadmControlPlane), as upstream's schemas would.
 """
 
 EXAMPLES = r"""
@@ -174,6 +188,13 @@ EXAMPLES = r"""
     namespace: metal3
     label_selector: cluster.x-k8s.io/cluster-name=prod
     state: absent
+
+- name: Every MachineHealthCheck of a namespace (an empty label_selector alone is refused)
+  baremetal.capi.object:
+    kind: MachineHealthCheck
+    namespace: metal3
+    state: absent
+    all: true
 
 - name: Everything in the kubernetes store of a management cluster
   baremetal.capi.object:
@@ -252,12 +273,13 @@ def main():
             state=dict(type="str", choices=["present", "absent"], default="present"),
             force=dict(type="bool", default=False),
             label_selector=dict(type="raw"),
+            all=dict(type="bool", default=False),
             **wait_argument_spec(wait=False, timeout=300),
         ),
         supports_check_mode=True,
     )
     p = module.params
-    if p["label_selector"] is not None:
+    if p["label_selector"] is not None or p["all"]:
         with module.errors():
             _delete_selected(module)
     # Before anything else: the raw stringData is echoed back in the invocation otherwise.
@@ -290,8 +312,10 @@ def main():
                 sleep=p["wait_sleep"],
             )
             module.exit(changed, before=before, after=after, object=after, method="delete" if changed else None)
+        from ansible_collections.baremetal.capi.plugins.module_utils.model import spec_fields
         from ansible_collections.baremetal.capi.plugins.module_utils.webhooks import admit
 
+        spec_fields.check(obj, p["api_version"] or given.get("apiVersion"))
         changed, before, after, method = objects.apply(
             module.store, obj, kind, force=p["force"], check=module.check_mode, admit=admit
         )

@@ -25,6 +25,7 @@ import base64
 import copy
 import hashlib
 import json
+import re
 
 from ansible_collections.baremetal.capi.plugins.module_utils.capi import refs
 from ansible_collections.baremetal.capi.plugins.module_utils.errors import (
@@ -103,6 +104,22 @@ def resource_values(store, ns: str, res: dict) -> list[bytes]:
     return [str(data[k]).encode() for k in sorted(data)]
 
 
+def yaml_error(exc) -> str:
+    """Where and what PyYAML found wrong, never the text around it: a manifest may hold a password, and the
+    task failure goes to the job output.  PyYAML's own message quotes the offending lines (``str(exc)``)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "somewhere"
+    context_mark = getattr(exc, "context_mark", None)
+    what = " ".join(str(p) for p in (getattr(exc, "context", None), getattr(exc, "problem", None)) if p) or "not YAML"
+    # the words PyYAML chose, without what they quote (a tag such as '!vault' may be a secret's first word)
+    # (a character or a token name such as '<block end>' is kept: it says what is wrong and is not the user's)
+    what = re.sub(r"'([^']*)'", lambda m: m[0] if len(m[1]) <= 2 or m[1].startswith("<") else "'...'", what)
+    started = (context_mark.line, context_mark.column) if context_mark is not None else None
+    if started is not None and mark is not None and started != (mark.line, mark.column):
+        what += f" (started at line {context_mark.line + 1}, column {context_mark.column + 1})"
+    return f"{where}: {what}"
+
+
 def objects_of(values: list[bytes], where: str) -> list[dict]:
     """Every object of the YAML documents (``kind: List`` expanded), Namespaces and CRDs first."""
     import yaml
@@ -112,7 +129,7 @@ def objects_of(values: list[bytes], where: str) -> list[dict]:
         try:
             docs = list(yaml.safe_load_all(value.decode()))
         except yaml.YAMLError as exc:
-            raise Invalid(f"{where}: not YAML: {exc}", field="data") from None
+            raise Invalid(f"{where}: not YAML: {yaml_error(exc)}", field="data") from None
         for doc in docs:
             if doc is None:
                 continue

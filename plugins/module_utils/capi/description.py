@@ -90,16 +90,42 @@ CONTROL_PLANE_KUBEADM = {k: KUBEADM_KEYS[k] for k in ("pre_commands", "post_comm
 NETWORK_KEYS = ("pods", "services", "service_domain")
 VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
 _TYPES = {"str": str, "int": int, "bool": bool, "dict": dict, "list": list}
+_TYPE_WORDS = {"str": "a string", "int": "an integer", "bool": "a boolean", "dict": "a mapping", "list": "a list"}
+# Cluster API's replicas fields are *int32 (api/core/v1beta2 MachineDeploymentSpec.Replicas,
+# controlplane/kubeadm/api/v1beta2 KubeadmControlPlaneSpec.Replicas): the API server refuses anything larger.
+REPLICAS_MAX = 2**31 - 1
+# The workload Kubernetes minor versions the collection provisions: Cluster API v1.12's floor (its release notes,
+# "Workload Cluster: v1.29.x -> v1.35.x") to v1.13's ceiling ("v1.30.x -> v1.37.x"); kubeadm's v1beta3/v1beta4
+# configs (bootstrap/kubeadm.py) cover both ends.
+SUPPORTED_MINORS = ((1, 29), (1, 37))
+# KubeadmControlPlane's Machines are <cluster>-control-plane-<suffix>: a worker pool named so (or starting so)
+# makes MachineDeployments and Machines that read as the control plane's.
+RESERVED_POOL_NAMES = ("control-plane",)
 
 
 def fail(msg: str, field: str):
     raise Invalid(msg, obj=WHERE, field=field)
 
 
+# Ansible hands the module its own subclasses (_AnsibleTaggedFloat, _AnsibleTaggedStr, ...): the user's word
+# for a value is the plain type it derives from, bool before int (a bool is an int in Python).
+_PLAIN_TYPES = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a float"),
+    (str, "a string"),
+    (dict, "a mapping"),
+    (list, "a list"),
+)
+
+
 def _type_name(value) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer"}.get(
-        type(value), type(value).__name__
-    )
+    if value is None:
+        return "null"
+    for plain, name in _PLAIN_TYPES:
+        if isinstance(value, plain):
+            return f"{name} ({value!r})" if plain in (float, int) and not isinstance(value, bool) else name
+    return type(value).__name__.lstrip("_").replace("AnsibleTagged", "").lower() or "a value"
 
 
 def _is(value, type_name: str) -> bool:
@@ -130,7 +156,7 @@ def _walk(value, schema, field: str) -> None:
             _walk(item, elements, f"{field}[{i}]")
         return
     if not _is(value, schema):
-        fail(f"must be {_type_name(_TYPES.get(schema, object)())}, got {_type_name(value)}", field)
+        fail(f"must be {_TYPE_WORDS[schema]}, got {_type_name(value)}", field)
 
 
 def dns_label(value, field: str, what: str = "name") -> None:
@@ -202,7 +228,7 @@ def _pool(desc: dict, pool: dict, field: str, provider: str) -> None:
             if want is int and (isinstance(val, bool) or not isinstance(val, int) or val < 0):
                 fail(f"must be an integer >= 0, got {val!r}", cfield)
             if want is not int and not isinstance(val, want):
-                fail(f"must be {_type_name(want())}, got {_type_name(val)}", cfield)
+                fail(f"must be {_TYPE_WORDS[want.__name__]}, got {_type_name(val)}", cfield)
             if key == "tags" and not all(isinstance(t, str) and t for t in val):
                 fail("must be a list of tag names", cfield)
     for i, fd in enumerate(pool.get("failure_domains") or []):
@@ -210,6 +236,8 @@ def _pool(desc: dict, pool: dict, field: str, provider: str) -> None:
     replicas = pool.get("replicas")
     if replicas is not None and replicas < 0:
         fail(f"must be >= 0, got {replicas}", f"{field}.replicas")
+    if replicas is not None and replicas > REPLICAS_MAX:
+        fail(f"must be at most {REPLICAS_MAX} (Cluster API's replicas are int32), got {replicas}", f"{field}.replicas")
     if pool.get("kubelet_extra_args") is not None:
         _kubelet_args(pool["kubelet_extra_args"], f"{field}.kubelet_extra_args")
 
@@ -236,8 +264,8 @@ def check(desc) -> None:
     dns_label(desc["name"], "name", "cluster name")
     if desc.get("namespace") is not None:
         dns_label(desc["namespace"], "namespace", "namespace")
-    if desc.get("kubernetes_version") is not None and not VERSION.match(desc["kubernetes_version"]):
-        fail(f"{desc['kubernetes_version']!r} is not a version such as v1.34.4", "kubernetes_version")
+    if desc.get("kubernetes_version") is not None:
+        _version(desc["kubernetes_version"])
     cp = desc["control_plane"]
     replicas = cp.get("replicas", 1)
     if replicas < 1 or replicas % 2 == 0:
@@ -246,6 +274,12 @@ def check(desc) -> None:
     seen: dict = {}
     for i, pool in enumerate(desc.get("workers") or []):
         field = _named_entry(seen, pool, "workers", i, "pool name", "pool name")
+        if any(pool["name"] == r or pool["name"].startswith(f"{r}-") for r in RESERVED_POOL_NAMES):
+            fail(
+                f"pool name {pool['name']!r} is reserved: the control plane's objects and Machines are "
+                f"{desc['name']}-control-plane-*",
+                f"{field}.name",
+            )
         if pool.get("deletion_order") is not None and pool["deletion_order"] not in DELETION_ORDERS:
             fail(
                 f"must be one of {', '.join(DELETION_ORDERS)}, got {pool['deletion_order']!r}",
@@ -278,6 +312,25 @@ def check(desc) -> None:
         iface = desc.get("api_server_interface")
         if iface is not None and (not iface or any(c.isspace() for c in iface) or "/" in iface):
             fail(f"{iface!r} is not a MAAS interface name (such as eno2)", "api_server_interface")
+
+
+def minor_of(version: str) -> tuple[int, int]:
+    """``v1.34.4`` -> (1, 34) (a VERSION-shaped string)."""
+    major, minor = version.lstrip("v").split(".")[:2]
+    return int(major), int(minor)
+
+
+def supported_range() -> str:
+    (lo_major, lo_minor), (hi_major, hi_minor) = SUPPORTED_MINORS
+    return f"v{lo_major}.{lo_minor}.x to v{hi_major}.{hi_minor}.x"
+
+
+def _version(version) -> None:
+    if not VERSION.match(version):
+        fail(f"{version!r} is not a version such as v1.34.4", "kubernetes_version")
+    lo, hi = SUPPORTED_MINORS
+    if not lo <= minor_of(version) <= hi:
+        fail(f"{version} is not a supported Kubernetes version (supported: {supported_range()})", "kubernetes_version")
 
 
 def _int_or_percent(value, field: str) -> None:
@@ -343,6 +396,17 @@ def _network(net: dict) -> None:
     for key in ("pods", "services"):
         if net.get(key) is not None:
             _cidrs(net[key], f"cluster_network.{key}")
+    nets = {}
+    for key in ("pods", "services"):
+        nets[key] = [(i, ipaddress.ip_network(str(c), strict=True)) for i, c in enumerate(net.get(key) or [])]
+    for i, pod in nets["pods"]:
+        for j, svc in nets["services"]:
+            if pod.version == svc.version and pod.overlaps(svc):
+                fail(
+                    f"{pod} overlaps the services CIDR {svc} (cluster_network.services[{j}]): a Service address "
+                    "would also be a Pod's",
+                    f"cluster_network.pods[{i}]",
+                )
     domain = net.get("service_domain")
     if domain is not None and (not isinstance(domain, str) or not DNS1123_SUBDOMAIN.match(domain)):
         fail(f"{domain!r} is not a DNS domain", "cluster_network.service_domain")
@@ -359,9 +423,32 @@ def _endpoint(desc: dict, provider: str) -> None:
         fail(f"unknown key(s) {', '.join(unknown)} (known: host, port)", "control_plane_endpoint")
     if not isinstance(ep.get("host"), str) or not ep["host"]:
         fail("a host name or address is required", "control_plane_endpoint.host")
+    if not valid_host(ep["host"]):
+        fail(
+            f"{ep['host']!r} is neither an IP address nor a DNS name (RFC 1123)",
+            "control_plane_endpoint.host",
+        )
     port = ep.get("port", 6443)
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         fail(f"{port!r} is not a port (1-65535)", "control_plane_endpoint.port")
+
+
+_HOSTNAME_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
+
+
+def valid_host(host: str) -> bool:
+    """An IP address, or a DNS name whose last label is not all digits (999.1.1.1 is a bad address, not a name;
+    Kubernetes' IsDNS1123Subdomain, case-insensitive as DNS is)."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return True
+    except ValueError:
+        pass
+    name = host[:-1] if host.endswith(".") else host
+    labels = name.split(".")
+    if len(name) > 253 or labels[-1].isdigit():
+        return False
+    return all(_HOSTNAME_LABEL.match(label) for label in labels)
 
 
 def _kubeadm(kubeadm: dict, where: str = "kubeadm", known: dict | None = None) -> None:
@@ -371,7 +458,7 @@ def _kubeadm(kubeadm: dict, where: str = "kubeadm", known: dict | None = None) -
         if want is None:
             fail(f"unknown key {key!r} (known: {', '.join(known)})", where)
         if not isinstance(val, want):
-            fail(f"must be {_type_name(want())}, got {_type_name(val)}", f"{where}.{key}")
+            fail(f"must be {_TYPE_WORDS[want.__name__]}, got {_type_name(val)}", f"{where}.{key}")
     if kubeadm.get("kubelet_extra_args") is not None:
         _kubelet_args(kubeadm["kubelet_extra_args"], f"{where}.kubelet_extra_args")
     for key in ("pre_commands", "post_commands"):

@@ -19,8 +19,14 @@ from __future__ import annotations
 import ipaddress
 
 from ansible_collections.baremetal.capi.plugins.module_utils import webhooks
-from ansible_collections.baremetal.capi.plugins.module_utils.capi import addon_sets, description
-from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid, NotFound
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import (
+    addon_sets,
+    description,
+    validate_data,
+    validate_stored,
+)
+from ansible_collections.baremetal.capi.plugins.module_utils.capi import description_objects as cd
+from ansible_collections.baremetal.capi.plugins.module_utils.errors import Invalid
 from ansible_collections.baremetal.capi.plugins.module_utils.hosts import bmc
 from ansible_collections.baremetal.capi.plugins.module_utils.maas import state as maas_state
 from ansible_collections.baremetal.capi.plugins.module_utils.metal3 import host as bmh
@@ -40,13 +46,7 @@ def secrets(desc) -> list[str]:
     return [v for v in out if isinstance(v, str) and v]
 
 
-def _get(store, kind: str, name: str, ns: str | None):
-    if store is None:
-        return None
-    try:
-        return store.get(kind, name, ns)
-    except NotFound:
-        return None
+_stored = validate_stored.stored  # the stored object, or None
 
 
 def _named(exc: Invalid, origin: str) -> Invalid:
@@ -58,7 +58,7 @@ def _named(exc: Invalid, origin: str) -> Invalid:
 def _admit(obj: dict, origin: str, store, plan: list) -> dict:
     try:
         meta.validate_object(obj, for_create=True)
-        old = _get(store, obj["kind"], meta.name(obj), meta.namespace(obj))
+        old = _stored(store, obj["kind"], meta.name(obj), meta.namespace(obj))
         out = webhooks.admit(obj, old)
         _template_webhook(out)
     except Invalid as exc:
@@ -90,6 +90,9 @@ def validate(desc: dict, objects: list[dict], store=None, addons_base_dir: str |
     """Admit everything ``desc`` produces; Invalid on the first error, else the plan (nothing is written)."""
     description.check(desc)
     ns = desc.get("namespace") or "default"
+    if desc["provider"] == "metal3":
+        _ironic_images(desc)
+    validate_stored.versions(desc, ns, str(desc.get("kubernetes_version") or cd.DEFAULT_VERSION), store)
     plan: list = []
     admitted = [_admit(obj, _origin(desc, obj), store, plan) for obj in objects]
     for obj in addon_sets.desired(desc["name"], ns, desc.get("addons") or [], addons_base_dir):
@@ -108,6 +111,18 @@ def validate(desc: dict, objects: list[dict], store=None, addons_base_dir: str |
         _data_templates(desc, ns, labels, pools, by_kind.get("Metal3MachineTemplate", []), store, plan)
         _hosts(desc, ns, store, plan)
     return plan
+
+
+def _ironic_images(desc: dict) -> None:
+    """What Ironic would refuse minutes after a host was claimed (a checksum of the wrong length for its type, a
+    URL it cannot fetch): here, before the first write.  Not in description.check: the description filter and
+    the objects a test stores may carry placeholder checksums that never reach Ironic."""
+    pools = [("control_plane", desc["control_plane"])]
+    pools += [(f"workers[{i}]", p) for i, p in enumerate(desc.get("workers") or [])]
+    for field, pool in pools:
+        wrong = host_spec.ironic_image_errors(pool.get("image") or {})
+        if wrong:
+            description.fail(wrong[1], f"{field}.image.{wrong[0]}")
 
 
 def _origin(desc: dict, obj: dict) -> str:
@@ -150,7 +165,7 @@ def _ip_pools(desc: dict, ns: str, labels: dict, store, plan: list) -> dict:
         obj["spec"].setdefault("allocationStrategy", "sequential")  # the CRD default
         where = meta.ref(obj)
         try:
-            old = _get(store, "IPPool", entry["name"], ns)
+            old = _stored(store, "IPPool", entry["name"], ns)
             ipaddr.validate_pool(obj, old)
             for span in _pool_rules(obj):
                 for other_origin, other_name, other in spans:
@@ -166,7 +181,32 @@ def _ip_pools(desc: dict, ns: str, labels: dict, store, plan: list) -> dict:
             raise _named(exc, origin) from None
         plan.append({"kind": "IPPool", "namespace": ns, "name": entry["name"], "action": _action(old, obj)})
         pools[entry["name"]] = obj
+    mine = [(o, name, [s for _o, n, s in spans if n == name]) for o, name in _origins(desc)]
+    _endpoint_outside_pools(desc, ns, mine)
+    validate_stored.pools(ns, mine, store, _pool_rules)
     return pools
+
+
+def _origins(desc: dict) -> list[tuple[str, str]]:
+    return [(f"ip_pools[{i}]", entry["name"]) for i, entry in enumerate(desc.get("ip_pools") or [])]
+
+
+def _endpoint_outside_pools(desc: dict, ns: str, mine: list) -> None:
+    """The API endpoint is the cluster's own (a VIP or a load balancer): a pool that holds it would give it to a
+    host's NIC too."""
+    host = (desc.get("control_plane_endpoint") or {}).get("host")
+    ip = ipaddr.parse(host)
+    if ip is None:
+        return
+    hit = validate_stored.span_holding(mine, (ip.version, ipaddr._int16(ip)))
+    if hit:
+        origin, name, text, _field = hit
+        raise Invalid(
+            f"{ip} is inside {text} of IPPool {ns}/{name} ({description.WHERE}.{origin}): the pool would "
+            "hand the API endpoint's address to a host",
+            obj=description.WHERE,
+            field="control_plane_endpoint.host",
+        )
 
 
 def _action(old, new) -> str:
@@ -221,12 +261,14 @@ def _data_templates(desc, ns, labels, pools: dict, m3mts: list, store, plan: lis
     own = dt.get("name") or f"{desc['name']}-nodes"
     obj = meta.new("Metal3DataTemplate", own, ns, spec=meta.deepcopy(dt.get("spec") or {}), labels=dict(labels))
     template = _admit(obj, "data_template", store, plan)
+    validate_data.provider_id_rendered(desc, template)
+    validate_data.host_interfaces(desc, template, ns, store)
     try:
         refs = render.referenced_pools(template, None)
     except Invalid as exc:
         raise _named(exc, "data_template") from None
     for pool, ref in refs.items():
-        if not render.is_metal3_pool(ref) or pool in pools or _get(store, "IPPool", pool, ns) is not None:
+        if not render.is_metal3_pool(ref) or pool in pools or _stored(store, "IPPool", pool, ns) is not None:
             continue
         known = ", ".join(sorted(pools)) or "none"
         raise _named(
@@ -239,7 +281,7 @@ def _data_templates(desc, ns, labels, pools: dict, m3mts: list, store, plan: lis
         )
     for m3mt in m3mts:
         name = ((m3mt["spec"].get("template") or {}).get("spec") or {}).get("dataTemplate", {}).get("name")
-        if name and name != own and _get(store, "Metal3DataTemplate", name, ns) is None:
+        if name and name != own and _stored(store, "Metal3DataTemplate", name, ns) is None:
             raise Invalid(
                 f"Metal3DataTemplate {ns}/{name} not found (the description makes only {own})",
                 obj=meta.ref(m3mt),
@@ -251,12 +293,13 @@ def _data_templates(desc, ns, labels, pools: dict, m3mts: list, store, plan: lis
 
 
 def _hosts(desc: dict, ns: str, store, plan: list) -> None:
+    built = []
     for i, entry in enumerate(desc.get("hosts") or []):
         origin = f"hosts[{i}]"
         try:
             objs = bmh.build(entry, ns)
             host = objs[0]
-            before = _get(store, "BareMetalHost", meta.name(host), meta.namespace(host))
+            before = _stored(store, "BareMetalHost", meta.name(host), meta.namespace(host))
             meta.validate_object(host, for_create=True)
             bmh.validate(host, before)
             _credentials(host, objs, store)
@@ -264,6 +307,8 @@ def _hosts(desc: dict, ns: str, store, plan: list) -> None:
             raise _named(exc, origin) from None
         plan.append({"kind": "BareMetalHost", "namespace": meta.namespace(host), "name": meta.name(host)})
         plan[-1]["action"] = "create" if before is None else "update"
+        built.append((i, host))
+    validate_stored.hosts(desc, ns, built, store)
 
 
 def _credentials(host: dict, objs: list, store) -> None:
@@ -277,7 +322,7 @@ def _credentials(host: dict, objs: list, store) -> None:
     secret = spec["bmc"]["credentialsName"]
     if any(o["kind"] == "Secret" for o in objs):
         return
-    stored = _get(store, "Secret", secret, meta.namespace(host))
+    stored = _stored(store, "Secret", secret, meta.namespace(host))
     if stored is None:
         raise Invalid(
             f"credentials Secret {meta.namespace(host)}/{secret} not found: give bmc_username and bmc_password or "

@@ -84,6 +84,43 @@ def validate_image(spec: dict, where: str, field: str = "spec") -> None:
         )
 
 
+# Ironic's image services by URL scheme (ironic/common/image_service.py, protocol_mapping) less glance, which
+# baremetal-operator never configures: anything else fails the deploy, minutes after the host was claimed.
+IRONIC_IMAGE_SCHEMES = ("http", "https", "file", "oci")
+# The checksum's hex length per algorithm; without checksumType Ironic infers the algorithm from the length
+# (ironic/common/checksum_utils.py, get_checksum_and_algo / validate_text_checksum).
+CHECKSUM_LENGTHS = {"md5": 32, "sha256": 64, "sha512": 128}
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def ironic_image_errors(image: dict) -> tuple[str, str] | None:
+    """What Ironic would refuse in a Metal3 image that the webhook lets through: ``(key, message)`` or None."""
+    url = image.get("url") or ""
+    scheme = urlparse(url).scheme.lower()
+    if url and _parse_request_uri(url) and scheme not in IRONIC_IMAGE_SCHEMES:  # not a URI: the webhook says
+        return "url", (
+            f"image URL scheme {scheme + '://' if scheme else '(none)'} is not one Ironic fetches "
+            f"({', '.join(s + '://' for s in IRONIC_IMAGE_SCHEMES)})"
+        )
+    checksum, algo = image.get("checksum") or "", image.get("checksumType") or ""
+    if not checksum or checksum.startswith(("http://", "https://", "file://")) or algo not in ("", *CHECKSUM_LENGTHS):
+        return None  # a checksum file Ironic downloads, or no checksum (the webhook's rules)
+    if not set(checksum) <= _HEX:
+        return "checksum", f"image checksum is not hexadecimal ({len(checksum)} characters)"
+    if algo:
+        if len(checksum) != CHECKSUM_LENGTHS[algo]:
+            want = (
+                f"{'an' if algo == 'md5' else 'a'} {algo} checksum is {CHECKSUM_LENGTHS[algo]} hexadecimal characters"
+            )
+            return "checksum", f"{want}, this one {len(checksum)}"
+    elif len(checksum) not in CHECKSUM_LENGTHS.values():
+        return "checksum", (
+            f"image checksum of {len(checksum)} characters: without checksumType Ironic takes the algorithm from "
+            "the length (32 md5, 64 sha256, 128 sha512)"
+        )
+    return None
+
+
 def validate(m3m: dict) -> None:
     """The whole Metal3Machine webhook: image rules, same-namespace secrets, enum fields."""
     where, ns, spec = meta.ref(m3m), meta.namespace(m3m), m3m.get("spec") or {}

@@ -119,6 +119,17 @@ def _add_pool(pool):
     return mutate
 
 
+def _with_nics(field: str, name: str):
+    """Every host with its inventory (hardware.nics: enp1s0), and ``field`` of the data template naming ``name``."""
+
+    def mutate(desc):
+        for i, host in enumerate(desc["hosts"]):
+            host["hardware"] = {"nics": [{"name": "enp1s0", "mac": f"52:54:00:aa:00:0{i}"}]}
+        return _set(field, name)(desc)
+
+    return mutate
+
+
 M, A = metal3, maas
 # (kind of bad input, base description, mutation, object the message names, field it names)
 CASES = [
@@ -526,6 +537,180 @@ CASES = [
         "capi_cluster",
         "api_server_interface",
     ),  # fmt: skip
+    ("description null", M, _whole(None), "capi_cluster", "must be a mapping, got null"),
+    ("description a list", M, _whole([{"name": "v1"}]), "capi_cluster", "must be a mapping, got a list"),
+    ("worker replicas a float", M, _set("workers[0].replicas", 3.5), "capi_cluster", "workers[0].replicas"),
+    (
+        "worker replicas beyond int32",
+        M,
+        _set("workers[0].replicas", 1000000000000),
+        "capi_cluster",
+        "workers[0].replicas",
+    ),  # fmt: skip
+    (
+        "control-plane replicas beyond int32",
+        M,
+        _set("control_plane.replicas", 2**31 + 1),
+        "capi_cluster",
+        "control_plane.replicas",
+    ),  # fmt: skip
+    ("Kubernetes version too old", M, _set("kubernetes_version", "v1.18.0"), "capi_cluster", "kubernetes_version"),
+    ("Kubernetes version too new", M, _set("kubernetes_version", "v1.99.0"), "capi_cluster", "kubernetes_version"),
+    ("Kubernetes major version 2", M, _set("kubernetes_version", "v2.0.0"), "capi_cluster", "kubernetes_version"),
+    (
+        "image checksum one short of sha256",
+        M,
+        _set("workers[0].image.checksum", "a" * 63),
+        "capi_cluster",
+        "workers[0].image.checksum",
+    ),  # fmt: skip
+    (
+        "image checksum not hexadecimal",
+        M,
+        _set("control_plane.image.checksum", "z" * 64),
+        "capi_cluster",
+        "control_plane.image.checksum",
+    ),  # fmt: skip
+    (
+        "md5-length checksum typed sha256",
+        M,
+        _set("workers[0].image.checksum", "b" * 32),
+        "capi_cluster",
+        "workers[0].image.checksum",
+    ),  # fmt: skip
+    (
+        "sha512 checksum typed md5",
+        M,
+        _set("control_plane.image", {**IMAGE, "checksum": "c" * 128, "checksumType": "md5"}),
+        "capi_cluster",
+        "control_plane.image.checksum",
+    ),  # fmt: skip
+    (
+        "untyped checksum of no algorithm's length",
+        M,
+        _set("control_plane.image", {"url": IMAGE["url"], "checksum": "d" * 40, "format": "qcow2"}),
+        "capi_cluster",
+        "control_plane.image.checksum",
+    ),  # fmt: skip
+    (
+        "ftp image URL",
+        M,
+        _set("workers[0].image.url", "ftp://images.example/node.qcow2"),
+        "capi_cluster",
+        "workers[0].image.url",
+    ),  # fmt: skip
+    (
+        "image URL without a scheme",
+        M,
+        _set("control_plane.image.url", "/srv/images/node.qcow2"),
+        "capi_cluster",
+        "control_plane.image.url",
+    ),  # fmt: skip
+    (
+        "broadcast boot MAC",
+        M,
+        _set("hosts[0].spec.bootMACAddress", "ff:ff:ff:ff:ff:ff"),
+        "BareMetalHost valid/v1-host-0",
+        "spec.bootMACAddress",
+    ),  # fmt: skip
+    (
+        "multicast boot MAC",
+        M,
+        _set("hosts[1].spec.bootMACAddress", "01:00:5e:00:00:fb"),
+        "BareMetalHost valid/v1-host-1",
+        "spec.bootMACAddress",
+    ),  # fmt: skip
+    (
+        "two hosts with one boot MAC",
+        M,
+        _set("hosts[1].spec.bootMACAddress", "52-54-00-AA-00-00"),
+        "BareMetalHost valid/v1-host-1",
+        "spec.bootMACAddress",
+    ),  # fmt: skip
+    (
+        "two hosts with one BMC address",
+        M,
+        _set("hosts[1].spec.bmc.address", "fake://v1-host-0"),
+        "BareMetalHost valid/v1-host-1",
+        "spec.bmc.address",
+    ),  # fmt: skip
+    (
+        "pod CIDR overlapping the service CIDR",
+        M,
+        _set("cluster_network.pods", ["10.128.0.0/16"]),
+        "capi_cluster",
+        "cluster_network.pods[0]",
+    ),  # fmt: skip
+    (
+        "service CIDR inside the pod CIDR",
+        M,
+        _set("cluster_network.services", ["192.168.96.0/20"]),
+        "capi_cluster",
+        "cluster_network.pods[0]",
+    ),  # fmt: skip
+    (
+        "endpoint host an impossible address",
+        M,
+        _set("control_plane_endpoint.host", "999.1.1.1"),
+        "capi_cluster",
+        "control_plane_endpoint.host",
+    ),  # fmt: skip
+    (
+        "endpoint host not a DNS name",
+        M,
+        _set("control_plane_endpoint.host", "api_server.example.com"),
+        "capi_cluster",
+        "control_plane_endpoint.host",
+    ),  # fmt: skip
+    (
+        "endpoint inside an IP pool",
+        M,
+        _set("control_plane_endpoint.host", "10.5.0.15"),
+        "capi_cluster",
+        "control_plane_endpoint.host",
+    ),  # fmt: skip
+    (
+        "worker pool named control-plane",
+        M,
+        _set("workers[0].name", "control-plane"),
+        "capi_cluster",
+        "workers[0].name",
+    ),  # fmt: skip
+    (
+        "worker pool name starting control-plane-",
+        M,
+        _set("workers[0].name", "control-plane-extra"),
+        "capi_cluster",
+        "workers[0].name",
+    ),  # fmt: skip
+    (
+        "networkData interface no host has",
+        M,
+        _with_nics("data_template.spec.networkData.links.ethernets[0].macAddress.fromHostInterface", "eno9"),
+        "Metal3DataTemplate valid/v1-nodes",
+        "spec.networkData.links.ethernets[0].macAddress.fromHostInterface",
+    ),  # fmt: skip
+    (
+        "metaData interface no host has",
+        M,
+        _with_nics("data_template.spec.metaData.fromHostInterfaces", [{"key": "mac", "interface": "eth7"}]),
+        "Metal3DataTemplate valid/v1-nodes",
+        "spec.metaData.fromHostInterfaces[0].interface",
+    ),  # fmt: skip
+    (
+        "data template without metaData",
+        M,
+        _set("data_template.spec.metaData", DELETE),
+        "Metal3DataTemplate valid/v1-nodes",
+        "spec.metaData",
+    ),  # fmt: skip
+    (
+        "add-on manifest with a secret, not YAML",
+        M,
+        _set("addons", [{"name": "db", "manifests": [str(ADDONS / "secret-not-yaml.yaml")]}]),
+        "capi_cluster.addons[0]",
+        "line 6, column 13",
+    ),  # fmt: skip
     (
         "MAAS constraints on a Metal3 pool",
         M,
@@ -534,6 +719,89 @@ CASES = [
         "workers[0].constraints",
     ),  # fmt: skip
 ]
+
+
+def _host(name: str, ns: str, mac: str, bmc: str) -> dict:
+    return {"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost", "metadata": {"name": name, "namespace": ns},
+            "spec": {"bmc": {"address": bmc}, "bootMACAddress": mac, "online": False}}  # fmt: skip
+
+
+def _ippool(name: str, ns: str, cluster: str, start: str, end: str) -> dict:
+    return {"apiVersion": "ipam.metal3.io/v1alpha1", "kind": "IPPool",
+            "metadata": {"name": name, "namespace": ns, "labels": {"cluster.x-k8s.io/cluster-name": cluster}},
+            "spec": {"namePrefix": name, "prefix": 24, "pools": [{"start": start, "end": end}]}}  # fmt: skip
+
+
+def _kcp(version: str) -> dict:
+    return {"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlane",
+            "metadata": {"name": "v1-control-plane", "namespace": "valid",
+                         "labels": {"cluster.x-k8s.io/cluster-name": "v1"}},
+            "spec": {"replicas": 1, "version": version}}  # fmt: skip
+
+
+def _md(version: str) -> dict:
+    return {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
+            "metadata": {"name": "v1-md-0", "namespace": "valid", "labels": {"cluster.x-k8s.io/cluster-name": "v1"}},
+            "spec": {"clusterName": "v1", "replicas": 1, "template": {"spec": {"clusterName": "v1",
+                                                                                "version": version}}}}  # fmt: skip
+
+
+def _no(desc):
+    return desc
+
+
+# Bad input that only the store shows: (kind, base, mutation, object named, field named, objects stored first,
+# text the message must also hold - the stored object it collides with).
+STORED_CASES = [
+    (
+        "boot MAC of a host stored in another namespace",
+        M, _no, "BareMetalHost valid/v1-host-1", "spec.bootMACAddress",
+        [_host("old-0", "lab", "52:54:00:AA:00:01", "fake://old-0")], "BareMetalHost lab/old-0",
+    ),
+    (
+        "BMC address of a host stored in another namespace",
+        M, _no, "BareMetalHost valid/v1-host-0", "spec.bmc.address",
+        [_host("old-1", "lab", "52:54:00:bb:00:01", "fake://v1-host-0")], "BareMetalHost lab/old-1",
+    ),
+    (
+        "IP pool overlapping a stored pool of another cluster",
+        M, _no, "IPPool valid/v1-prov", "spec.pools[0]",
+        [_ippool("c7-prov", "team-b", "c7", "10.5.0.18", "10.5.0.40")], "IPPool team-b/c7-prov",
+    ),
+    (
+        "IP pool overlapping a stored pool of the namespace",
+        M, _no, "IPPool valid/v1-prov", "spec.pools[0]",
+        [_ippool("v0-prov", "valid", "v0", "10.5.0.5", "10.5.0.10")], "IPPool valid/v0-prov",
+    ),
+    (
+        "IP pool holding an address already allocated",
+        M, _no, "IPPool valid/v1-prov", "spec.pools[0]",
+        [{"apiVersion": "ipam.metal3.io/v1alpha1", "kind": "IPAddress",
+          "metadata": {"name": "gone-10-5-0-12", "namespace": "lab"},
+          "spec": {"address": "10.5.0.12", "prefix": 24, "pool": {"name": "gone"}, "claim": {"name": "x"}}}],
+        "IPAddress lab/gone-10-5-0-12",
+    ),
+    (
+        "control-plane upgrade skipping a minor",
+        M, _no, "KubeadmControlPlane valid/v1-control-plane", "spec.version",
+        [_kcp("v1.32.3")], "cannot update Kubernetes version from v1.32.3 to v1.34.4",
+    ),
+    (
+        "control-plane upgrade skipping three minors",
+        M, _set("kubernetes_version", "v1.37.0"), "KubeadmControlPlane valid/v1-control-plane", "spec.version",
+        [_kcp("v1.34.1")], "cannot update Kubernetes version from v1.34.1 to v1.37.0",
+    ),
+    (
+        "control-plane downgrade by two minors",
+        M, _set("kubernetes_version", "v1.32.0"), "KubeadmControlPlane valid/v1-control-plane", "spec.version",
+        [_kcp("v1.34.4")], "downgrade",
+    ),
+    (
+        "workers beyond the kubelet skew",
+        M, _no, "capi_cluster", "kubernetes_version",
+        [_kcp("v1.33.2"), _md("v1.30.5")], "MachineDeployment valid/v1-md-0",
+    ),
+]  # fmt: skip
 
 
 def bad(case) -> dict:

@@ -272,3 +272,44 @@ def test_qualified_kinds_and_store_namespace(run, store, ns, ns2):
     c = run(obj_module, dict(kind="ConfigMap", name="c", namespace=ns2))
     assert c["object"]["metadata"]["namespace"] == ns2
     assert store.get("ConfigMap", "c", ns2)
+
+
+def test_an_empty_selector_deletes_nothing_without_all(run, store, ns):
+    """kubectl delete asks for --all: an empty selector in any form, or none, deletes nothing without all=true."""
+    for name in ("c1", "c2"):
+        run(obj_module, dict(kind="Cluster", name=name, labels={"team": "a"}))
+    for empty in ("", "  ", [], {}, {"matchLabels": {}}, {"matchExpressions": []}):
+        refused = run(obj_module, dict(kind="Cluster", label_selector=empty, state="absent"))
+        assert refused["failed"] and "label_selector" in refused["msg"] and "all=true" in refused["msg"], empty
+    no_name = run(obj_module, dict(kind="Cluster", state="absent"))
+    assert no_name["failed"]
+    both = run(obj_module, dict(kind="Cluster", label_selector="team=a", state="absent", all=True))
+    assert both["failed"] and "all" in both["msg"]
+    assert len(store.list("Cluster", ns)) == 2
+    check = run(obj_module, dict(kind="Cluster", state="absent", all=True), check=True)
+    assert sorted(check["deleted"]) == ["c1", "c2"] and len(store.list("Cluster", ns)) == 2
+    gone = run(obj_module, dict(kind="Cluster", label_selector="", state="absent", all=True))
+    assert sorted(gone["deleted"]) == ["c1", "c2"] and store.list("Cluster", ns) == []
+
+
+def test_an_unknown_spec_field_of_a_core_kind_is_refused_naming_it(run, store, ns):
+    """spec.bootstrp on a Machine, a misspelt field of each Cluster API core kind, or in a MachineDeployment's
+    machine template: refused naming the field, nothing written; v1beta1 objects keep their own field names."""
+    bad = [
+        dict(kind="Machine", name="m", spec={"clusterName": "c", "bootstrp": {"dataSecretName": "x"}}),
+        dict(kind="Cluster", name="c", spec={"controlPlaneRefs": {}}),
+        dict(kind="MachineDeployment", name="md", spec={"clusterName": "c", "replica": 3}),
+        dict(kind="MachineSet", name="ms", spec={"clusterName": "c", "strategy": {}}),
+        dict(kind="MachineHealthCheck", name="mhc", spec={"clusterName": "c", "maxUnhealthy": "40%"}),
+        dict(kind="KubeadmControlPlane", name="kcp", spec={"replicas": 1, "versoin": "v1.34.1"}),
+        dict(kind="MachineDeployment", name="md", spec={"template": {"spec": {"clusterName": "c", "verison": "x"}}}),
+    ]
+    wrong = ("bootstrp", "controlPlaneRefs", "replica", "strategy", "maxUnhealthy", "versoin", "verison")
+    for params, field in zip(bad, wrong, strict=True):
+        result = run(obj_module, params)
+        assert result["failed"] and field in result["msg"] and params["kind"] in result["msg"], result["msg"]
+        assert store.list(params["kind"], ns) == []
+    ok = run(
+        obj_module, dict(kind="Machine", name="m", spec={"clusterName": "c", "bootstrap": {"dataSecretName": "x"}})
+    )
+    assert ok["changed"]
