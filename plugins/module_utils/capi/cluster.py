@@ -1,6 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""What Cluster API core does for a Cluster with respect to its infrastructure (capi-core.md §1).
+"""What Cluster API core does for a Cluster with respect to its infrastructure (cluster-api
+internal/controllers/cluster/cluster_controller_phases.go reconcileInfrastructure).
 
 The infra cluster (Metal3Cluster, MaasCluster) gets a non-controller owner
 reference to the Cluster and the ``cluster-name`` label; the Cluster gets

@@ -2,11 +2,11 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """KubeadmControlPlane: Machines for the control plane, as KCP creates, rolls and deletes them.
 
-reference/capi-core.md §3.2, in KCP's order: the pre-terminate hook of a deleting Machine (etcd leadership moved
-off it, its member removed, never at the cost of quorum, then the hook released); remediation; a rolling update
-of out-of-date Machines (capi.kcp_rollout) with ``maxSurge`` 1 or 0, one Machine at a time, an old one removed
-only once the others are healthy; else init, one join at a time, or one scale-down victim
-(``delete-machine`` first, then the failure domain with the most Machines, the oldest there).
+cluster-api controlplane/kubeadm/internal/controllers/controller.go reconcile, in KCP's order: the pre-terminate
+hook of a deleting Machine (etcd leadership moved off it, its member removed, never at the cost of quorum, then the
+hook released); remediation; a rolling update of out-of-date Machines (capi.kcp_rollout) with ``maxSurge`` 1 or 0,
+one Machine at a time, an old one removed only once the others are healthy; else init, one join at a time, or one
+scale-down victim (``delete-machine`` first, then the failure domain with the most Machines, the oldest there).
 ``reconcile_control_plane`` does one step and says in ``Step.data`` what it created or deleted.
 
 ``deployment_version_hold`` is the upgrade order: no MachineDeployment moves to a version newer than every

@@ -2,7 +2,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """MachineDeployment -> MachineSet per template revision -> Machines, as Cluster API rolls them.
 
-reference/capi-core.md §3.3 and upstream ``internal/controllers/machinedeployment`` (rolling.go,
+cluster-api ``internal/controllers/machinedeployment`` (rolling.go,
 ondelete.go, sync.go, mdutil):
 
 * a MachineSet per revision of the template (a hash of the rollout fields; the in-place fields

@@ -1,7 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Node drain and the wait for volumes to detach, before a Machine's infrastructure goes (capi-core.md §2.4,
-steps 3 and 4).
+"""Node drain and the wait for volumes to detach, before a Machine's infrastructure goes (cluster-api
+internal/controllers/machine/machine_controller.go reconcileDelete: drainNode, then the wait for volumes to detach).
 
 Drain: the Node is cordoned, then every Pod on it is evicted through the Eviction API (so that
 PodDisruptionBudgets hold) except DaemonSet Pods, mirror Pods and Pods labelled ``cluster.x-k8s.io/drain=skip``;

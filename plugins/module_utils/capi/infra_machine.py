@@ -27,7 +27,8 @@ from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 def owner_machine(store, infra: dict, *, check: bool = False) -> dict | None:
     """The Machine owning this infrastructure machine; one whose infrastructureRef names it takes ownership first.
 
-    Taking ownership is what the Machine controller does first (capi-core.md §2.2).
+    Taking ownership is what the Machine controller does first (cluster-api machine_controller_phases.go
+    ensureExternalOwnershipAndWatch).
     """
     ref = refs.owner_of_kind(infra, "Machine")
     if ref:

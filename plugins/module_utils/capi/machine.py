@@ -2,7 +2,8 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """What Cluster API core does for a Machine, since no CAPI controller runs here.
 
-reference/capi-core.md §2: take ownership of the bootstrap config and the
+cluster-api internal/controllers/machine/machine_controller_phases.go (reconcileBootstrap,
+reconcileInfrastructure): take ownership of the bootstrap config and the
 infrastructure machine, copy ``dataSecretName``, wait for the infrastructure
 machine to be provisioned and copy its providerID, addresses and failure
 domain, find the workload Node by providerID, set nodeRef / nodeInfo, keep the
@@ -43,7 +44,7 @@ def _init(obj: dict) -> dict:
 
 
 def infra_provisioned(infra: dict | None) -> bool:
-    """The provider contract: ``status.initialization.provisioned`` and a providerID (§2.2 step 2)."""
+    """The provider contract: ``status.initialization.provisioned`` and a providerID (reconcileInfrastructure)."""
     return bool(infra and _init(infra).get("provisioned") and (infra.get("spec") or {}).get("providerID"))
 
 
@@ -52,7 +53,7 @@ def bootstrap_ready(machine: dict) -> bool:
 
 
 def apply_bootstrap(machine: dict, config: dict | None, clock=None) -> bool:
-    """Copy ``status.dataSecretName`` of a bootstrap config that has created its secret (§2.2 step 1)."""
+    """Copy ``status.dataSecretName`` of a bootstrap config that has created its secret (reconcileBootstrap)."""
     changed = False
     spec_bs = machine.setdefault("spec", {}).setdefault("bootstrap", {})
     if config is not None and _init(config).get("dataSecretCreated"):
@@ -70,7 +71,10 @@ def apply_bootstrap(machine: dict, config: dict | None, clock=None) -> bool:
 
 
 def apply_infrastructure(machine: dict, infra: dict | None, clock=None) -> bool:
-    """Copy providerID, addresses and failure domain from a provisioned infrastructure machine (§2.2 step 2)."""
+    """Copy providerID, addresses and failure domain from a provisioned infrastructure machine.
+
+    cluster-api machine_controller_phases.go reconcileInfrastructure.
+    """
     changed = False
     if infra is None:
         reason = names.INFRASTRUCTURE_DOES_NOT_EXIST_REASON
@@ -110,7 +114,8 @@ def apply_infrastructure(machine: dict, infra: dict | None, clock=None) -> bool:
 
 
 def apply_node(machine: dict, node: dict | None, clock=None) -> bool:
-    """nodeRef, nodeInfo and the NodeReady / NodeHealthy conditions from the workload Node (§2.2 step 3)."""
+    """nodeRef, nodeInfo and the NodeReady / NodeHealthy conditions from the workload Node
+    (machine_controller_noderef.go reconcileNode)."""
     status = _status(machine)
     changed = False
     if node is None:
@@ -141,7 +146,7 @@ def apply_node(machine: dict, node: dict | None, clock=None) -> bool:
 
 
 def phase(machine: dict) -> str:
-    """§2.3: later matches override earlier ones."""
+    """setMachinePhaseAndLastUpdated (machine_controller_status.go): later matches override earlier ones."""
     value = names.PHASE_PENDING
     init = _init(machine)
     if bootstrap_ready(machine) and not init.get("infrastructureProvisioned"):
@@ -183,7 +188,8 @@ def _managed_label(key: str) -> bool:
 
 
 def node_patch(machine: dict, node: dict) -> dict | None:
-    """The merge patch that brings a Node in line with its Machine (§2.2 step 3), or None.
+    """The merge patch that brings a Node in line with its Machine (machine_controller_noderef.go reconcileNode),
+    or None.
 
     Annotations cluster-name/namespace/machine/owner-kind/owner-name; Machine
     labels in the managed domains (tracked in labels-from-machine so that a
@@ -225,7 +231,10 @@ def node_patch(machine: dict, node: dict) -> dict | None:
 
 
 def apply_ownership(machine: dict, cluster: dict | None) -> bool:
-    """The finalizer, the cluster-name label, and the Cluster as owner of an orphan Machine (§2.1)."""
+    """The finalizer, the cluster-name label, and the Cluster as owner of an orphan Machine.
+
+    cluster-api machine_controller.go reconcile.
+    """
     changed = meta.add_finalizer(machine, names.MACHINE_FINALIZER)
     labels = machine["metadata"].setdefault("labels", {})
     if labels.get(names.CLUSTER_NAME_LABEL) != machine["spec"]["clusterName"]:
@@ -342,7 +351,7 @@ def deletion_timed_out(machine: dict, clock=None) -> bool:
 
 
 def reconcile_delete(store, machine: dict, *, workload=None, clock=None, check: bool = False) -> Step:
-    """One step of §2.4.  ``done`` once the Machine is gone.
+    """One step of machine_controller.go reconcileDelete.  ``done`` once the Machine is gone.
 
     Pre-drain hooks; then, when the Node may be deleted, the drain and the wait for volumes (capi.drain) while the
     infrastructure machine is still there; pre-terminate hooks; the infrastructure machine and bootstrap config;

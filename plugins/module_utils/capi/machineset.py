@@ -2,7 +2,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """MachineSet: Machines for one template revision, as Cluster API's MachineSet controller keeps them.
 
-reference/capi-core.md §3.3 and upstream ``internal/controllers/machineset``:
+cluster-api ``internal/controllers/machineset/machineset_controller.go`` (syncReplicas, getMachinesToDeletePrioritized):
 
 * Machines named ``<ms>-<random5>``, their bootstrap config and infrastructure machine cloned from the
   templates and named like the Machine;

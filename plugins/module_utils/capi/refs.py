@@ -79,7 +79,8 @@ def is_paused(cluster: dict | None, obj: dict) -> bool:
 
 
 def take_ownership(store, machine: dict, ref: dict | None, *, check: bool = False) -> dict | None:
-    """The referenced object, made controlled by the Machine and labelled with its cluster (§2.2).
+    """The referenced object, made controlled by the Machine and labelled with its cluster (cluster-api
+    machine_controller_phases.go ensureExternalOwnershipAndWatch).
 
     A controller owner reference from the Machine replaces any other
     controller reference (the MachineSet's or KubeadmControlPlane's clone).
@@ -110,7 +111,7 @@ def active_control_plane_machines(store, cluster_name: str, namespace: str) -> l
 
 
 def node_deletion_allowed(store, machine: dict, cluster: dict | None) -> tuple[bool, str]:
-    """capi-core.md §2.4 step 1 (isDeleteNodeAllowed): (allowed, why not)."""
+    """cluster-api internal/controllers/machine/machine_controller.go isDeleteNodeAllowed: (allowed, why not)."""
     ns = meta.namespace(machine)
     if cluster is not None and meta.is_deleting(cluster):
         return False, "the Cluster is being deleted"

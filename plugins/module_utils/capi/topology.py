@@ -2,7 +2,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Machines for a KubeadmControlPlane and a MachineDeployment, as Cluster API creates them.
 
-reference/capi-core.md §3: template cloning (kind without ``Template``,
+cluster-api controllers/external/util.go GenerateTemplate: template cloning (kind without ``Template``,
 ``cloned-from-*`` annotations, an owner reference to the KCP or MachineSet),
 names with 5-character random suffixes, the KCP's one-operation-at-a-time rule
 (init first, then one join at a time once every Machine has a Node, scale down

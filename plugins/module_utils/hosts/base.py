@@ -7,7 +7,7 @@ reports what it is (status), as in baremetal-operator (BMO).  A *host driver*
 is what turns spec into status:
 
 ``ironic``   (hosts/ironic/) the collection moves the host itself through
-             Ironic, as BMO does (shared/reference/bmo-ironic.md).
+             Ironic, as BMO does (baremetal-operator pkg/provisioner/ironic/).
 ``external`` (hosts/external.py) something else moves it (a real BMO on the
              kubernetes store, or our ironic driver run as its own step);
              ``reconcile`` only reads status.
@@ -69,7 +69,7 @@ from ansible_collections.baremetal.capi.plugins.module_utils.runner import Step
 KIND = "BareMetalHost"
 HARDWARE_DATA_KIND = "HardwareData"
 
-# States in which BMO manages power (bmo-ironic.md §5)
+# States in which BMO manages power (baremetal-operator baremetalhost_controller.go manageHostPower)
 POWER_STATES = (
     names.BMH_STATE_AVAILABLE,
     names.BMH_STATE_READY,
@@ -139,7 +139,8 @@ def has_image(bmh: dict) -> bool:
 def reboot_annotations(bmh: dict) -> dict:
     """``reboot.metal3.io`` and ``reboot.metal3.io/<key>`` annotations: key -> {"mode", "force"}.
 
-    Empty or invalid values mean soft, as BMO reads them (bmo-ironic.md §5).
+        Empty or invalid values mean soft, as BMO reads them (baremetal-operator
+    internal/controller/metal3.io/host_state_machine.go, annotations.go).
     """
     out = {}
     annotations = (bmh.get("metadata") or {}).get("annotations") or {}

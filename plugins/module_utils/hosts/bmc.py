@@ -2,7 +2,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """BareMetalHost spec.bmc.address -> Ironic driver, interfaces and driver_info, as BMO maps it.
 
-bmo-ironic.md §3 (BMO ``pkg/hardwareutils/bmc/*.go``).  Every scheme ``X`` is
+baremetal-operator pkg/hardwareutils/bmc/*.go (``NewAccessDetails``).  Every scheme ``X`` is
 also accepted as ``X+http`` and ``X+https``; the suffix is the Redfish URL
 scheme (default https).  A bare ``host[:port]`` or ``ipmi:host`` means ipmi.
 

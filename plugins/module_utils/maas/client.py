@@ -6,7 +6,7 @@ python-libmaas 0.6.8's high-level objects lack what CAPMAAS sends (allocate
 with ``pool`` / ``system_id``, deploy with ``osystem`` / ``ephemeral_deploy``,
 DNS resources), so the calls go through its low-level ``bones`` session, which
 answers with MAAS's own JSON: plain dicts, the shape the rest of the engine
-works with (reference/maas-api.md §1).
+works with (python-libmaas maas/client/bones/__init__.py SessionAPI).
 
 python-libmaas runs every call through ``asyncio.get_event_loop()``: a worker
 thread has none, so each thread gets its own loop here.  The session itself
@@ -302,7 +302,8 @@ class Client:
         )
 
     def set_dns_ips(self, resource_id: int, ips: list[str]) -> dict:
-        # one space-separated string: MAAS reads ip_addresses with QueryDict.get (maas-api.md §4)
+        # one space-separated string: MAAS reads ip_addresses with QueryDict.get
+        # (maas src/maasserver/forms/dnsresource.py)
         return self.call(
             f"update DNS resource {resource_id}", "DNSResource", "update", id=resource_id, ip_addresses=" ".join(ips)
         )

@@ -1,6 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The MaasCluster flow: CAPMAAS's MaasCluster controller (capmaas.md §2.1), v0.9 shapes.
+"""The MaasCluster flow: CAPMAAS's MaasCluster controller (cluster-api-provider-maas
+controllers/maascluster_controller.go reconcileNormal, pkg/maas/dns/dns.go), v0.9 shapes.
 
 One ``step``: owner Cluster, failure domains copied to status as a list
 (``[{name, controlPlane: true}]``), finalizer, the DNS name (the Cluster's

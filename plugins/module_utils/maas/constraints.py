@@ -1,6 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""What a MaasMachine asks MAAS for when it allocates (CAPMAAS's allocate constraints, capmaas.md §2.1).
+"""What a MaasMachine asks MAAS for when it allocates (cluster-api-provider-maas pkg/maas/machine/machine.go
+DeployMachine).
 
 The simulator's side of the same constraints (what MAAS 3.5 accepts and how it filters) is the lab's.
 """

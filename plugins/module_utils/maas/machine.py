@@ -1,6 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The MaasMachine flow: CAPMAAS's MaasMachine controller plus what Cluster API core does (capmaas.md §2.2).
+"""The MaasMachine flow: CAPMAAS's MaasMachine controller plus what Cluster API core does (cluster-api-provider-maas
+controllers/maasmachine_controller.go reconcileNormal).
 
 ``MachineManager.step(name, ns)`` is one reconcile of one MaasMachine:
 owner Machine, Cluster infrastructure, finalizer, bootstrap data, allocate

@@ -1,6 +1,8 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Deleting a MaasMachine (capmaas.md §2.2 reconcileDelete) and, with it, its Machine (capi-core.md §2.4).
+"""Deleting a MaasMachine (cluster-api-provider-maas controllers/maasmachine_controller.go reconcileDelete) and, with
+it, its
+Machine (cluster-api internal/controllers/machine/machine_controller.go reconcileDelete).
 
 ``step``: a control-plane machine first leaves the API's DNS record (the DNS
 reconcile runs here, so it does not wait for a cluster step), then the MAAS

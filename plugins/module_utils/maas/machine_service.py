@@ -1,6 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The MAAS machine service: every MAAS call the MaasMachine flow makes for one machine (capmaas.md §2.2).
+"""The MAAS machine service: every MAAS call the MaasMachine flow makes for one machine (cluster-api-provider-maas
+pkg/maas/machine/machine.go).
 
 CAPMAAS's MaasMachineReconciler never talks to MAAS itself: it goes through its machine service
 (``pkg/maas/machine``: GetMachine, DeployMachine = allocate + swap off + deploy, ReleaseMachine, PowerOnMachine)

@@ -1,6 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""chooseHost and the claim: which BareMetalHost a Metal3Machine gets (capm3.md §2.2).
+"""chooseHost and the claim: which BareMetalHost a Metal3Machine gets (cluster-api-provider-metal3
+baremetal/metal3machine_manager.go chooseHost, Associate).
 
 The choice is CAPM3's: the host already consumed by this machine wins; a host
 labelled for node reuse by this machine's control plane / MachineDeployment

@@ -1,6 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The Metal3Cluster: its webhook and CAPM3's Metal3Cluster controller (capm3.md §1.1, §3.1).
+"""The Metal3Cluster: its webhook and CAPM3's Metal3Cluster controller (cluster-api-provider-metal3
+controllers/metal3cluster_controller.go, internal/webhooks/v1beta1/metal3cluster_webhook.go).
 
 Webhook: ``controlPlaneEndpoint.host`` is required, the port defaults to
 6443 and ``cloudProviderEnabled`` to false.  Controller: finalizer, failure

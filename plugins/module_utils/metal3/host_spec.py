@@ -1,6 +1,8 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Pure functions over a Metal3Machine and its BareMetalHost (capm3.md §2.2, §2.4, §2.5, §3.1).
+"""Pure functions over a Metal3Machine and its BareMetalHost (cluster-api-provider-metal3
+baremetal/metal3machine_manager.go setHostSpec, Delete, SetPauseAnnotation; internal/webhooks/v1beta1/
+metal3machine_webhook.go).
 
 The Metal3Machine webhook's image rules, the user data secret choice,
 setHostSpec and its undoing on delete, the pause annotations, and the
@@ -21,7 +23,8 @@ CHECKSUM_TYPES = ("md5", "sha256", "sha512")
 DISK_FORMATS = ("raw", "qcow2", "vdi", "vmdk", names.IMAGE_FORMAT_LIVE_ISO)
 CLEANING_MODES = (names.CLEANING_MODE_METADATA, names.CLEANING_MODE_DISABLED)
 
-# Host states during which delete waits for the host (capm3.md §2.4 step 3.6).
+# Host states during which delete waits for the host (cluster-api-provider-metal3 baremetal/metal3machine_manager.go
+# Delete).
 DELETE_WAIT_STATES = (
     names.BMH_STATE_PREPARING,
     names.BMH_STATE_PROVISIONING,

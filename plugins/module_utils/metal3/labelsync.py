@@ -1,6 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Label sync: prefixed BareMetalHost labels onto the workload Node, one way (capm3.md §2.9).
+"""Label sync: prefixed BareMetalHost labels onto the workload Node, one way (cluster-api-provider-metal3
+controllers/metal3labelsync_controller.go Reconcile).
 
 The prefixes come from the Metal3Cluster annotation ``metal3.io/metal3-label-sync-prefixes``
 ("a.example.com, b.example.com": comma-split, trimmed, empty entries ignored, each a DNS-1123

@@ -1,6 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The Metal3Machine flow: CAPM3's Metal3Machine controller plus what Cluster API core does (capm3.md §2.1-2.5).
+"""The Metal3Machine flow: CAPM3's Metal3Machine controller plus what Cluster API core does (cluster-api-provider-metal3
+controllers/metal3machine_controller.go reconcileNormal, baremetal/metal3machine_manager.go).
 
 ``MachineManager.step(name, ns)`` is one reconcile of one Metal3Machine, in
 the controller's order: owner Machine, Cluster infrastructure, pause, delete or

@@ -1,6 +1,8 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Deleting a Metal3Machine (capm3.md §2.4) and, with it, its Machine (capi-core.md §2.4).
+"""Deleting a Metal3Machine (cluster-api-provider-metal3 controllers/metal3machine_controller.go reconcileDelete,
+baremetal/metal3machine_manager.go Delete) and, with it, its Machine (cluster-api
+internal/controllers/machine/machine_controller.go reconcileDelete).
 
 ``step`` is CAPM3's reconcileDelete for a Metal3Machine being deleted:
 release the data (claim, Metal3Data, addresses, secrets), deprovision the host

@@ -1,6 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The providerID of a Metal3Machine and its workload Node (capm3.md §2.3).
+"""The providerID of a Metal3Machine and its workload Node (cluster-api-provider-metal3
+baremetal/metal3machine_manager.go SetNodeProviderID, SetProviderIDFromCloudProviderNode).
 
 ``metal3://<namespace>/<bmh>/<m3m>``.  The Node is the one labelled
 ``metal3.io/uuid=<BareMetalHost uid>`` (the kubelet's ``node-labels`` in the

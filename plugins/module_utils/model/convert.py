@@ -1,7 +1,7 @@
 """Older API versions converted on input: objects are stored in the newest version.
 
-CAPM3 v1beta1 -> v1beta2 (the renames listed in reference/capm3.md, from
-C:api/v1beta1/conversion.go):
+CAPM3 v1beta1 -> v1beta2 (the renames of cluster-api-provider-metal3 api/v1beta1/conversion.go,
+from the json tags of api/v1beta1 and api/v1beta2):
 
 * Metal3DataTemplate ``metaData.{ipAddresses,prefixes,gateways,dnsServers}FromIPPool``
   -> ``...FromPool``;

@@ -12,7 +12,8 @@ CONTROL_PLANE_LABEL = "cluster.x-k8s.io/control-plane"
 CONTROL_PLANE_NAME_LABEL = "cluster.x-k8s.io/control-plane-name"
 DEPLOYMENT_NAME_LABEL = "cluster.x-k8s.io/deployment-name"
 SET_NAME_LABEL = "cluster.x-k8s.io/set-name"
-MACHINE_NAME_LABEL = "cluster.x-k8s.io/machine-name"  # not a Node label in CAPI; see capi-core.md
+# not a Node label in CAPI (cluster-api internal/controllers/machine/machine_controller_noderef.go)
+MACHINE_NAME_LABEL = "cluster.x-k8s.io/machine-name"
 PAUSED_ANNOTATION = "cluster.x-k8s.io/paused"
 CLONED_FROM_NAME_ANNOTATION = "cluster.x-k8s.io/cloned-from-name"
 CLONED_FROM_GROUPKIND_ANNOTATION = "cluster.x-k8s.io/cloned-from-groupkind"
@@ -26,7 +27,8 @@ CLUSTER_FINALIZER = "cluster.cluster.x-k8s.io"
 KUBECONFIG_SECRET_SUFFIX = "-kubeconfig"
 CLUSTER_SECRET_TYPE = "cluster.x-k8s.io/secret"
 KUBECONFIG_SECRET_KEY = "value"
-# Annotations and label domains the Machine controller keeps on a Node (capi-core.md §2.2)
+# Annotations and label domains the Machine controller keeps on a Node (cluster-api
+# internal/controllers/machine/machine_controller_noderef.go reconcileNode)
 CLUSTER_NAME_ANNOTATION = "cluster.x-k8s.io/cluster-name"
 CLUSTER_NAMESPACE_ANNOTATION = "cluster.x-k8s.io/cluster-namespace"
 MACHINE_ANNOTATION = "cluster.x-k8s.io/machine"
@@ -51,7 +53,7 @@ DRAIN_SKIP = "skip"
 DRAIN_WAIT_COMPLETED = "wait-completed"
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 
-# Machine phases (capi-core.md §2.3)
+# Machine phases (cluster-api internal/controllers/machine/machine_controller_status.go setMachinePhaseAndLastUpdated)
 PHASE_PENDING = "Pending"
 PHASE_PROVISIONING = "Provisioning"
 PHASE_PROVISIONED = "Provisioned"
@@ -61,7 +63,7 @@ PHASE_DELETED = "Deleted"
 PHASE_FAILED = "Failed"
 PHASE_UNKNOWN = "Unknown"
 PHASE_UPDATING = "Updating"
-# Cluster phases (capi-core.md §1)
+# Cluster phases (cluster-api internal/controllers/cluster/cluster_controller_phases.go reconcilePhase)
 CLUSTER_PHASE_PENDING = "Pending"
 CLUSTER_PHASE_PROVISIONING = "Provisioning"
 CLUSTER_PHASE_PROVISIONED = "Provisioned"
@@ -182,7 +184,8 @@ REBOOT_ANNOTATION = "reboot.metal3.io"
 INSPECT_ANNOTATION = "inspect.metal3.io"
 HARDWARE_DETAILS_ANNOTATION = "inspect.metal3.io/hardwaredetails"
 
-# BareMetalHost status.provisioning.state (bmo-ironic.md §2.2)
+# BareMetalHost status.provisioning.state (baremetal-operator apis/metal3.io/v1alpha1/baremetalhost_types.go
+# ProvisioningState)
 BMH_STATE_NONE = ""
 BMH_STATE_UNMANAGED = "unmanaged"
 BMH_STATE_REGISTERING = "registering"
@@ -198,7 +201,7 @@ BMH_STATE_INSPECTING = "inspecting"
 BMH_STATE_POWERING_OFF_BEFORE_DELETE = "powering off before delete"
 BMH_STATE_DELETING = "deleting"
 
-# BareMetalHost status.errorType (bmo-ironic.md §2.3)
+# BareMetalHost status.errorType (baremetal-operator apis/metal3.io/v1alpha1/baremetalhost_types.go ErrorType)
 BMH_ERROR_REGISTRATION = "registration error"
 BMH_ERROR_INSPECTION = "inspection error"
 BMH_ERROR_PREPARATION = "preparation error"
@@ -284,7 +287,8 @@ MAAS_DNS_ATTACHED_REASON = "DNSAttached"
 MAAS_DNS_ATTACH_PENDING_REASON = "DNSAttachPending"
 MAAS_DNS_DETACH_PENDING_REASON = "DNSDetachPending"
 MAAS_UPDATE_MACHINE_ERROR = "UpdateMachineError"  # capi MachineStatusError
-# MAAS machine status_name values (reference/maas-api.md §4) and CAPMAAS's sets (api/v1beta1/types.go)
+# MAAS machine status_name values (maas src/maascommon/enums/node.py NodeStatus, labels in src/maascommon/node.py)
+# and CAPMAAS's sets (cluster-api-provider-maas api/v1beta1/types.go)
 MAAS_STATE_NEW = "New"
 MAAS_STATE_READY = "Ready"
 MAAS_STATE_ALLOCATED = "Allocated"

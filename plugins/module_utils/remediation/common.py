@@ -1,6 +1,8 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Remediation strings, the webhook rules and the template defaults (capm3.md §1.6, §3.1).
+"""Remediation strings, the webhook rules and the template defaults (cluster-api-provider-metal3
+api/v1beta1/metal3remediation_types.go,
+internal/webhooks/v1beta1/metal3remediation_webhook.go and metal3remediationtemplate_webhook.go).
 
 The upstream strings model/names.py does not hold yet live here, once; the
 shared ones (finalizers, backup annotations, the unhealthy annotation) are
@@ -124,7 +126,8 @@ def validate_template(tmpl: dict) -> None:
 
 
 def power_off_key(rem: dict) -> str:
-    """The request annotation for this remediation: the prefix plus its uid (capm3.md §7)."""
+    """The request annotation for this remediation: the prefix plus its uid (cluster-api-provider-metal3
+    baremetal/metal3remediation_manager.go getPowerOffAnnotationKey)."""
     uid = rem["metadata"]["uid"]
     if rem.get("kind") == "MaasRemediation":
         return MAAS_POWER_OFF_PREFIX + uid

@@ -1,6 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Node fencing while a host is powered off, and undoing it when the Node is back (capm3.md §2.10).
+"""Node fencing while a host is powered off, and undoing it when the Node is back (cluster-api-provider-metal3
+baremetal/metal3remediation_manager.go AddOutOfServiceTaint / RemoveOutOfServiceTaint).
 
 Two ways, as CAPM3:
 

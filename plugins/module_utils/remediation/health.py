@@ -1,6 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The MachineHealthCheck rule: which Machines need remediation (capi-core.md §2.5).
+"""The MachineHealthCheck rule: which Machines need remediation (cluster-api
+internal/controllers/machinehealthcheck/machinehealthcheck_targets.go needsRemediation).
 
 A target Machine (matching the selector, with the cluster-name label) is unhealthy when
 

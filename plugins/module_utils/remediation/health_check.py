@@ -1,6 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The MachineHealthCheck controller: judge its targets, then remediate or short-circuit (capi-core.md §2.5).
+"""The MachineHealthCheck controller: judge its targets, then remediate or short-circuit (cluster-api
+internal/controllers/machinehealthcheck/machinehealthcheck_controller.go reconcile).
 
 One ``reconcile`` of a MachineHealthCheck (upstream ``internal/controllers/machinehealthcheck``):
 

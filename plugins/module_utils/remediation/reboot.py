@@ -1,6 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The reboot remediation strategy as a state machine over the store (capm3.md §2.10).
+"""The reboot remediation strategy as a state machine over the store (cluster-api-provider-metal3
+controllers/metal3remediation_controller.go reconcileNormal).
 
 One ``Remediator.step`` does at most one write (to the store, the host object, the workload Node or the
 power) and records where it is *before* it acts, so a run interrupted at any line continues from the

@@ -169,7 +169,9 @@ ABSENT = _Marker("ABSENT")
 _MISSING = _Marker("missing")
 
 
-# What chooseHost asks of an "available" host (capm3.md §2.2; metal3/choose.py classify), as field filters: no
+# What chooseHost asks of an "available" host (cluster-api-provider-metal3 baremetal/metal3machine_manager.go
+# chooseHost;
+# metal3/choose.py classify), as field filters: no
 # consumerRef, not deleting, no errorMessage, none of the paused / unhealthy annotations (whatever their value),
 # provisioning state ready or available.  The sqlite store answers exactly this set from one index
 # (objects_free_hosts), without reading the hosts.

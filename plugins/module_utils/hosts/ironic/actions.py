@@ -1,6 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The BareMetalHost state handlers of the ironic driver (bmo-ironic.md §2.2, §5, §6).
+"""The BareMetalHost state handlers of the ironic driver (baremetal-operator
+internal/controller/metal3.io/host_state_machine.go and baremetalhost_controller.go action*).
 
 ``handle(ctx)`` runs the handler of the host's state.  A handler returns
 ``NOW`` to go on at once (state moved, nothing to wait for), or the
@@ -290,7 +291,8 @@ def _provision_step(ctx):
 
 
 def _instance_ops(ctx, node) -> tuple[list, str | None]:
-    """The node patch that gives it the spec's instance_info, instance_uuid and deploy interface (§4)."""
+    """The node patch that gives it the spec's instance_info, instance_uuid and deploy interface (baremetal-operator
+    pkg/provisioner/ironic/ironic.go getImageUpdateOptsForNode)."""
     hints = ctx.status["provisioning"].get("rootDeviceHints")
     info, deploy_interface = cd.instance_info(ctx.view(), hints=hints, boot_iso=ctx.driver.boot_iso)
     if node.driver == "fake-hardware":

@@ -2,7 +2,8 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """What a deploy sends to Ironic: image validation, instance_info, root device hints, config drive.
 
-bmo-ironic.md §4 (BMO ``ironic.go:573-723,1133-1198``, ``host_config_data.go``).
+baremetal-operator pkg/provisioner/ironic/ironic.go (``getImageUpdateOptsForNode``, ``getConfigDrive``) and
+internal/controller/metal3.io/host_config_data.go.
 Pure functions over dicts, apart from ``config_drive`` which reads the
 user/meta/network data Secrets from the store.
 """
@@ -24,7 +25,8 @@ from ansible_collections.baremetal.capi.plugins.module_utils.model import names
 HASH_TYPES = ("md5", "sha256", "sha512")
 DEFAULT_ROOT_DEVICE = {"deviceName": "/dev/sda"}  # BMO's default hardware profile
 
-# BMH rootDeviceHints field -> (Ironic root_device key, operator); bmo-ironic.md §4
+# BMH rootDeviceHints field -> (Ironic root_device key, operator); baremetal-operator
+# pkg/provisioner/ironic/devicehints/devicehints.go MakeHintMap
 _HINTS = {
     "hctl": ("hctl", "s=="),
     "model": ("model", "<in>"),

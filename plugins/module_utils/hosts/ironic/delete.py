@@ -1,6 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Removing a BareMetalHost: routing to deprovision / power off, then the Ironic node (bmo-ironic.md §6.3)."""
+"""Removing a BareMetalHost: routing to deprovision / power off, then the Ironic node (baremetal-operator
+internal/controller/metal3.io/host_state_machine.go, pkg/provisioner/ironic/ironic.go Delete)."""
 
 from __future__ import annotations
 

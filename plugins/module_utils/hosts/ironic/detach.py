@@ -1,6 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The ``baremetalhost.metal3.io/detached`` annotation (bmo-ironic.md §6.2; BMO host_state_machine.go
+"""The ``baremetalhost.metal3.io/detached`` annotation (baremetal-operator
+internal/controller/metal3.io/host_state_machine.go
 checkDetachedHost / checkInitiateDelete, annotations.go, the controller's detachHost).
 
 While the annotation is set on a host in ``provisioned``, ``externally provisioned``, ``available`` or

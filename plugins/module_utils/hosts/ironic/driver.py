@@ -2,20 +2,21 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The ``ironic`` host driver: the collection moves BareMetalHosts through Ironic as baremetal-operator does.
 
-Behaviour: shared/reference/bmo-ironic.md.  One file per part (``__init__.py`` stays empty, as ansible-test's
-empty-init check asks of module_utils packages):
+Behaviour: baremetal-operator pkg/provisioner/ironic/ironic.go and
+internal/controller/metal3.io/host_state_machine.go.  One file per part (``__init__.py`` stays empty, as
+ansible-test's empty-init check asks of module_utils packages):
 
 ``driver.py``       ``IronicDriver``: the connection per thread, one reconcile step, status bookkeeping
 ``context.py``      what every part shares: one host during one step (``Ctx``), ``NOW``, node names
-``register.py``     Register (§2.1): the Ironic node, its driver_info and ports
-``actions.py``      the state handlers (§2.2, §6)
+``register.py``     Register (ironic.go Register): the Ironic node, its driver_info and ports
+``actions.py``      the state handlers (host_state_machine.go, the controller's action*)
 ``node.py``         the node changes several states make (configureNode, provision-state changes)
-``power.py``        power and the reboot annotations (§5)
-``delete.py``       deletion and deprovisioning (§6.3)
-``configdrive.py``  image checks, instance_info, root device hints, the config drive (§4)
-``hardware.py``     inspection inventory -> status.hardware (§7)
-``detach.py``       the ``baremetalhost.metal3.io/detached`` annotation (§6.2)
-``prepare.py``      ``preparing``: RAID, BIOS settings and firmware updates by manual cleaning
+``power.py``        power and the reboot annotations (ironic.go PowerOn / PowerOff)
+``delete.py``       deletion and deprovisioning (ironic.go Deprovision / Delete)
+``configdrive.py``  image checks, instance_info, root device hints, the config drive (ironic.go getConfigDrive)
+``hardware.py``     inspection inventory -> status.hardware (hardwaredetails.go)
+``detach.py``       the ``baremetalhost.metal3.io/detached`` annotation (ironic.go Detach)
+``prepare.py``      ``preparing``: RAID, BIOS settings and firmware updates by manual cleaning (ironic.go Prepare)
 ``firmware.py``     HostFirmwareSettings and HostFirmwareComponents on the Ironic side
 
 The parts import ``context.py`` and each other by their full module names; ``hosts/drivers.py`` imports the

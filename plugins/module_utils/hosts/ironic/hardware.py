@@ -1,6 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Ironic inspection inventory -> BareMetalHost status.hardware (BMO ``hardwaredetails.go``, bmo-ironic.md §7)."""
+"""Ironic inspection inventory -> BareMetalHost status.hardware (baremetal-operator
+pkg/provisioner/ironic/hardwaredetails/hardwaredetails.go GetHardwareDetails)."""
 
 from __future__ import annotations
 

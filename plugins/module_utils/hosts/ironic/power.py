@@ -1,6 +1,8 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Power of a BareMetalHost through Ironic: spec.online and the reboot.metal3.io annotations (bmo-ironic.md §5)."""
+"""Power of a BareMetalHost through Ironic: spec.online and the reboot.metal3.io annotations (baremetal-operator
+internal/controller/metal3.io/baremetalhost_controller.go manageHostPower, pkg/provisioner/ironic/ironic.go
+PowerOn/PowerOff)."""
 
 from __future__ import annotations
 

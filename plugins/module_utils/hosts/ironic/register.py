@@ -1,6 +1,7 @@
 # Copyright: Contributors to the baremetal.capi collection
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Register (bmo-ironic.md §2.1): find or create the Ironic node, keep driver_info and ports right, manage it.
+"""Register (baremetal-operator pkg/provisioner/ironic/register.go Register): find or create the Ironic node, keep
+driver_info and ports right, manage it.
 
 Runs on every step of a host in every state but "", unmanaged and deleting, as BMO's does.
 """
