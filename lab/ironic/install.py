@@ -19,7 +19,7 @@ from pathlib import Path
 from lab.config import LabConfig
 from lab.process import LabError
 
-# Versions proven together on this machine (shared/reference/ironic-lab/FINDINGS.md).
+# Versions proven together on this machine (docs/lab.md, "Ironic and BMCs").
 REQUIREMENTS = (
     "ironic==39.0.0",
     "sushy-tools==2.2.0",

@@ -82,7 +82,7 @@ class MachineLab:
     # -- bootstrap data, as CABPK would render it -----------------------------------------------
     def kubeadm_spec(self) -> dict:
         # The Metal3 templates' kubelet arguments: the host's uid as a Node label, no provider-id,
-        # so that the providerID is the collection's to set (capm3.md §2.3).
+        # so that the providerID is the collection's to set (CAPM3 baremetal/metal3machine_manager.go SetProviderID).
         reg = {
             "name": "{{ ds.meta_data.local_hostname }}",
             "kubeletExtraArgs": [{"name": "node-labels", "value": "metal3.io/uuid={{ ds.meta_data.uuid }}"}],

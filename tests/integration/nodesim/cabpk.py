@@ -1,4 +1,5 @@
-"""Bootstrap data shaped as CABPK renders it (shared/reference/capi-core.md §4-5), made by hand.
+"""Bootstrap data shaped as CABPK renders it (cluster-api bootstrap/kubeadm/internal/cloudinit,
+kubeadmconfig_controller.go), made by hand.
 
 Written independently of the collection's own renderer, so the node simulator
 is checked against the upstream shapes: the ``## template: jinja`` header,
@@ -122,7 +123,8 @@ def join_data(
     provider_id: str | None = "metal3://{{ ds.meta_data.providerid }}",
     node_name: str = "{{ ds.meta_data.name }}",
 ) -> str:
-    """A worker's join data (§4.4 c): no certificates, leading ``---``, the uninitialized taint appended."""
+    """A worker's join data (cloudinit/node.go NewNode): no certificates, leading ``---``, the uninitialized taint
+    appended."""
     kubeadm = (
         "---\n"
         "apiVersion: kubeadm.k8s.io/v1beta4\n"
@@ -153,7 +155,8 @@ def new_token() -> str:
 
 
 def token_secret(token: str, ttl: int = 900) -> dict:
-    """The bootstrap token Secret CABPK creates in the workload cluster (§4.5)."""
+    """The bootstrap token Secret CABPK creates in the workload cluster
+    (bootstrap/kubeadm/internal/controllers/token.go createToken)."""
     token_id, token_secret_ = token.split(".")
     expiration = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=ttl)
     return {
@@ -174,7 +177,8 @@ def token_secret(token: str, ttl: int = 900) -> dict:
 
 
 def admin_kubeconfig(cluster: str, endpoint: str, ca: tuple[bytes, bytes]) -> str:
-    """``<cluster>-kubeconfig`` (§5.2): CN=kubernetes-admin, O=system:masters, signed by the cluster CA."""
+    """``<cluster>-kubeconfig`` (util/kubeconfig/kubeconfig.go New): CN=kubernetes-admin, O=system:masters, signed
+    by the cluster CA."""
     crt, key = pki.issue(ca[0], ca[1], "kubernetes-admin", orgs=["system:masters"])
     b64 = lambda data: base64.b64encode(data).decode()  # noqa: E731
     user = f"{cluster}-admin"

@@ -1,4 +1,5 @@
-"""Label sync, host -> Node (capm3.md §2.9): the pure rule, and one sync against the lab's kube-apiserver."""
+"""Label sync, host -> Node (CAPM3 baremetal/metal3labelsync_manager.go): the pure rule, and one sync against the
+lab's kube-apiserver."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""BMC address -> Ironic driver, interfaces and driver_info, as BMO maps them (bmo-ironic.md §3)."""
+"""BMC address -> Ironic driver, interfaces and driver_info, as BMO maps them (baremetal-operator
+pkg/hardwareutils/bmc)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Image validation, instance_info and config drive assembly (bmo-ironic.md §4) with a real sqlite store."""
+"""Image validation, instance_info and config drive assembly (baremetal-operator pkg/provisioner/ironic/ironic.go
+getConfigDrive, getInstanceInfo) with a real sqlite store."""
 
 from __future__ import annotations
 

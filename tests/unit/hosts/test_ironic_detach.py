@@ -1,4 +1,5 @@
-"""The baremetalhost.metal3.io/detached annotation as baremetal-operator handles it (bmo-ironic.md §6.2): the node
+"""The baremetalhost.metal3.io/detached annotation as baremetal-operator handles it (baremetal-operator
+pkg/provisioner/ironic/ironic.go Detach): the node
 leaves Ironic without the machine being touched, nothing more is asked of Ironic, the annotation's removal
 registers and adopts the host again, and a detached host is deleted without power-off or deprovisioning."""
 

@@ -1,4 +1,5 @@
-"""Power and the reboot.metal3.io annotations as baremetal-operator drives them (bmo-ironic.md §5): soft by
+"""Power and the reboot.metal3.io annotations as baremetal-operator drives them (baremetal-operator
+pkg/provisioner/ironic/ironic.go PowerOn, PowerOff): soft by
 default, hard on request, a refused soft power-off recorded with BMO's message and retried hard, the suffixless
 annotation dropped once the host is off, suffixed ones left to their owners."""
 

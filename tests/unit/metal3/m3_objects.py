@@ -9,7 +9,7 @@ import yaml
 
 from ansible_collections.baremetal.capi.plugins.module_utils.model import meta
 
-# Copies of shared/reference/examples (rendered from CAPM3's rules, see capm3.md section 5).
+# Objects as CAPM3 renders them (baremetal/metal3data_manager.go renderNetworkData, renderMetaData).
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 
 NICS = [{"name": "enp1s0", "mac": "52:54:00:aa:bb:01"}, {"name": "enp2s0", "mac": "52:54:00:aa:bb:02"}]

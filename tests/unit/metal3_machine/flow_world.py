@@ -23,7 +23,8 @@ def make_world(store, kubeconfig=None, n_hosts=3, ns="default", cluster_name="c1
     if kubeconfig:
         put(store, kubeconfig_secret(cluster_name, ns, kubeconfig))
     put(store, bootstrap_secret("bootstrap", ns))
-    # A control plane Machine that stays: node deletion of the workers is allowed (capi-core.md §2.4).
+    # A control plane Machine that stays: node deletion of the workers is allowed (cluster-api
+    # internal/controllers/machine/machine_controller.go isDeleteNodeAllowed).
     put(store, machine("cp-keep", cluster_name, ns, control_plane=True, infra_kind="Metal3Machine"))
     for i in range(n_hosts):
         put(store, bmh(f"h{i}", ns))

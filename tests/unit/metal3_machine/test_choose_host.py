@@ -1,4 +1,5 @@
-"""chooseHost: which hosts a Metal3Machine may get, on a real sqlite store (capm3.md §2.2)."""
+"""chooseHost: which hosts a Metal3Machine may get, on a real sqlite store (CAPM3
+baremetal/metal3machine_manager.go chooseHost)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """chooseHost on the sqlite store's indexed path: the same host as classify + pick over every host, read whole
-only where it must be (capm3.md §2.2)."""
+only where it must be (CAPM3 baremetal/metal3machine_manager.go chooseHost)."""
 
 from __future__ import annotations
 

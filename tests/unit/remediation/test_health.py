@@ -1,4 +1,5 @@
-"""The MachineHealthCheck rule (capi-core.md §2.5), pure, with a fixed clock."""
+"""The MachineHealthCheck rule (cluster-api internal/controllers/machinehealthcheck/machinehealthcheck_targets.go
+needsRemediation), pure, with a fixed clock."""
 
 from __future__ import annotations
 
